@@ -1,0 +1,127 @@
+"""Private, crash-safe file creation: the only way anything is written under the storage root.
+
+A landed file must never be seen half-written and must never replace another file, so it is
+written to a temporary name in the same directory, flushed to disk, published under its final
+name with a hard link (which fails instead of overwriting), and the directory is flushed too.
+Everything is created private to the user whatever the umask: files 0600, directories 0700.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+from pathlib import Path
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+TEMP_PREFIX = ".tmp-"
+
+
+class AlreadyExists(FileExistsError):
+    """Publishing would have replaced an existing file."""
+
+
+def private_dir(path: Path) -> Path:
+    """Creates ``path`` and its missing parents as 0700 directories; returns it."""
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=DIR_MODE)
+        os.chmod(directory, DIR_MODE)
+    return path
+
+
+def fsync_dir(path: Path) -> None:
+    """Makes a rename or link in ``path`` durable (best effort where directories cannot sync)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_temp(directory: Path, data: bytes) -> Path:
+    temp = directory / f"{TEMP_PREFIX}{secrets.token_hex(8)}"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+    os.close(fd)
+    return temp
+
+
+def publish_new(path: Path, data: bytes) -> None:
+    """Writes ``data`` as a new file at ``path``, atomically; refuses to replace anything."""
+    directory = private_dir(path.parent)
+    temp = _write_temp(directory, data)
+    try:
+        _link_no_replace(temp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
+    fsync_dir(directory)
+
+
+def _link_no_replace(temp: Path, path: Path) -> None:
+    try:
+        os.link(temp, path)
+    except FileExistsError:
+        raise AlreadyExists(errno.EEXIST, "refusing to replace a landed file", str(path)) from None
+    except OSError as err:
+        if err.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+            raise
+        # Filesystems without hard links: the caller holds the root lock, so check-then-rename
+        # cannot race another asz writer.
+        if path.exists():
+            raise AlreadyExists(
+                errno.EEXIST, "refusing to replace a landed file", str(path)
+            ) from None
+        os.rename(temp, path)
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Atomically replaces a small state file (ledgers, cursors): readers see old or new, whole."""
+    directory = private_dir(path.parent)
+    temp = _write_temp(directory, data)
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+    fsync_dir(directory)
+
+
+def remove_stale_temps(directory: Path) -> int:
+    """Removes temporary files a crashed writer left behind; they were never published."""
+    removed = 0
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return 0
+    for entry in entries:
+        if entry.name.startswith(TEMP_PREFIX) and entry.is_file(follow_symlinks=False):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+                removed += 1
+    return removed

@@ -1,0 +1,170 @@
+"""The landed-file format: a header, one record per line-plus-payload, a closing line.
+
+A landed file (before compression) is::
+
+    {"format":"asz.landed/1","kind":...,"session":...,"seq":N,...}\\n      header line
+    {"r":1,"n":LEN,"m":{...meta...}}\\n<LEN payload bytes>\\n                one per record
+    {"end":"asz.landed/1","records":N,"sha256":"<hex>"}\\n                  closing line
+
+The closing digest covers every byte before the closing line, so a reader can tell a file is
+whole without trusting anything inside it. Payloads are raw bytes, never escaped, which keeps
+the exact bytes of what was landed and lets a reader slice them without a tokenizer. The whole
+file is one zstd frame (with its own checksum) unless compression is ``none``; readers tell the
+two apart by the zstd magic number.
+
+Every landed file is untrusted input to the reader: sizes are checked against what is actually
+there before anything is allocated, and every problem is a :class:`LandedFileError` naming the
+file and the row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import zstandard
+
+FORMAT = "asz.landed/1"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+ZSTD_LEVEL = 6
+MAX_CONTENT_BYTES = 1 << 30
+MAX_LINE_BYTES = 64 * 1024 * 1024
+_READ_CHUNK = 1 << 20
+_END_PREFIX = b'{"end":'
+
+
+class LandedFileError(Exception):
+    """A landed file that does not hold; says which file, which row and why."""
+
+    def __init__(self, path: Path | str, why: str, row: int | None = None) -> None:
+        self.path = str(path)
+        self.row = row
+        self.why = why
+        where = f"{self.path}: row {row}" if row is not None else self.path
+        super().__init__(f"{where}: {why}")
+
+
+@dataclass(frozen=True, slots=True)
+class LandedRecord:
+    row: int
+    meta: dict[str, Any]
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class LandedFile:
+    path: Path
+    header: dict[str, Any]
+    records: list[LandedRecord]
+
+    @property
+    def seq(self) -> int:
+        return int(self.header["seq"])
+
+
+def encode_file(
+    header: dict[str, Any], records: Iterable[tuple[dict[str, Any], bytes]], compression: str
+) -> bytes:
+    """The exact bytes of a landed file holding ``records`` in order."""
+    parts = [orjson.dumps({"format": FORMAT, **header}), b"\n"]
+    count = 0
+    for count, (meta, payload) in enumerate(records, start=1):
+        parts.append(orjson.dumps({"r": count, "n": len(payload), "m": meta}))
+        parts.append(b"\n")
+        parts.append(payload)
+        parts.append(b"\n")
+    content = b"".join(parts)
+    closing = {"end": FORMAT, "records": count, "sha256": hashlib.sha256(content).hexdigest()}
+    content += orjson.dumps(closing) + b"\n"
+    if compression == "none":
+        return content
+    compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True)
+    return compressor.compress(content)
+
+
+def read_file(path: Path, max_bytes: int = MAX_CONTENT_BYTES) -> LandedFile:
+    """Reads and checks a landed file; raises LandedFileError when anything does not hold."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as err:
+        raise LandedFileError(path, f"cannot be opened: {err.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > max_bytes:
+            raise LandedFileError(path, f"is {size} bytes, more than a landed file may be")
+        data = handle.read()
+    return decode_file(path, data, max_bytes)
+
+
+def decode_file(path: Path, data: bytes, max_bytes: int = MAX_CONTENT_BYTES) -> LandedFile:
+    """Checks and splits the bytes of a landed file (compressed or not)."""
+    content = _decompress(path, data, max_bytes) if data.startswith(ZSTD_MAGIC) else data
+    return _parse(path, content)
+
+
+def _decompress(path: Path, data: bytes, max_bytes: int) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    try:
+        dctx = zstandard.ZstdDecompressor()
+        with dctx.stream_reader(data, read_across_frames=True) as reader:
+            while chunk := reader.read(_READ_CHUNK):
+                total += len(chunk)
+                if total > max_bytes:
+                    raise LandedFileError(path, f"decompresses past {max_bytes} bytes")
+                chunks.append(chunk)
+    except zstandard.ZstdError as err:
+        raise LandedFileError(path, f"does not decompress: {err}") from None
+    return b"".join(chunks)
+
+
+def _json_line(path: Path, content: bytes, start: int, row: int | None) -> tuple[Any, int]:
+    end = content.find(b"\n", start, start + MAX_LINE_BYTES)
+    if end < 0:
+        raise LandedFileError(path, "ends inside a line (the file is not whole)", row)
+    try:
+        value = orjson.loads(content[start:end])
+    except orjson.JSONDecodeError:
+        raise LandedFileError(path, "holds a line that is not JSON", row) from None
+    if not isinstance(value, dict):
+        raise LandedFileError(path, "holds a line that is not a JSON object", row)
+    return value, end + 1
+
+
+def _parse(path: Path, content: bytes) -> LandedFile:
+    header, pos = _json_line(path, content, 0, None)
+    if header.get("format") != FORMAT:
+        raise LandedFileError(path, f"is not an {FORMAT} file")
+    if not isinstance(header.get("seq"), int) or not isinstance(header.get("kind"), str):
+        raise LandedFileError(path, "has a header without seq or kind")
+    records: list[LandedRecord] = []
+    while True:
+        row = len(records) + 1
+        if content.startswith(_END_PREFIX, pos):
+            _check_closing(path, content, pos, len(records))
+            return LandedFile(path=path, header=header, records=records)
+        line, pos = _json_line(path, content, pos, row)
+        length, meta = line.get("n"), line.get("m")
+        if line.get("r") != row or not isinstance(meta, dict):
+            raise LandedFileError(path, "has a record line out of order or without meta", row)
+        if not isinstance(length, int) or length < 0 or pos + length + 1 > len(content):
+            raise LandedFileError(path, "claims a payload longer than the file", row)
+        if content[pos + length : pos + length + 1] != b"\n":
+            raise LandedFileError(path, "has a payload that does not end where it claims", row)
+        records.append(LandedRecord(row=row, meta=meta, payload=content[pos : pos + length]))
+        pos += length + 1
+
+
+def _check_closing(path: Path, content: bytes, pos: int, count: int) -> None:
+    closing, end = _json_line(path, content, pos, None)
+    if end != len(content):
+        raise LandedFileError(path, "has bytes after its closing line")
+    if closing.get("end") != FORMAT or closing.get("records") != count:
+        raise LandedFileError(path, f"closing line does not count its {count} records")
+    if closing.get("sha256") != hashlib.sha256(content[:pos]).hexdigest():
+        raise LandedFileError(path, "does not match its closing digest")
