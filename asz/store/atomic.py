@@ -12,6 +12,7 @@ import contextlib
 import errno
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 FILE_MODE = 0o600
@@ -70,11 +71,17 @@ def _write_temp(directory: Path, data: bytes) -> Path:
     return temp
 
 
-def publish_new(path: Path, data: bytes) -> None:
-    """Writes ``data`` as a new file at ``path``, atomically; refuses to replace anything."""
+def publish_new(path: Path, data: bytes, check: Callable[[Path], None] | None = None) -> None:
+    """Writes ``data`` as a new file at ``path``, atomically; refuses to replace anything.
+
+    ``check`` reads the written temporary file back before it is published; if it raises,
+    nothing is published.
+    """
     directory = private_dir(path.parent)
     temp = _write_temp(directory, data)
     try:
+        if check is not None:
+            check(temp)
         _link_no_replace(temp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):

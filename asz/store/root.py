@@ -1,0 +1,144 @@
+"""The storage root's layout: which directory holds what, and the order of landed files.
+
+::
+
+    <root>/_lock                               one collector at a time (flock)
+    <root>/_state/                             derived ledgers and cursors (rebuildable)
+    <root>/<session>/provider_body/provider_body-<seq>.asz
+    <root>/<session>/transcripts/<stream>/transcript-<seq>.asz
+
+Only a UUID-form session id ever names a directory, and names starting with ``_`` are never
+sessions. Sequence numbers are per session, shared by every kind, and never go back: the
+next one is above the highest found on disk and above the one remembered in the session's
+``seq`` file, so removing the newest file cannot make a number be used twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from asz.bodykeys import is_session_id
+from asz.store.atomic import private_dir, replace_file
+
+LANDED_SUFFIX = ".asz"
+PROVIDER_BODY = "provider_body"
+TRANSCRIPT = "transcript"
+_LANDED_NAME = re.compile(r"^([a-z_]+)-(\d{8,})\.asz$")
+_SEQ_FILE = "seq"
+
+
+class NotASession(ValueError):
+    """A session id that is not in Claude Code's UUID form; it never names a directory."""
+
+
+class Busy(Exception):
+    """Another collector holds the root."""
+
+
+@dataclass(frozen=True, slots=True)
+class LandedPath:
+    seq: int
+    kind: str
+    path: Path
+
+
+class Root:
+    """Paths and numbering inside one storage root."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @property
+    def state_dir(self) -> Path:
+        return self.path / "_state"
+
+    def ensure(self) -> None:
+        private_dir(self.path)
+        private_dir(self.state_dir)
+
+    def session_dir(self, session: str) -> Path:
+        if not is_session_id(session):
+            raise NotASession(f"{session!r} is not a Claude Code session id")
+        return self.path / session
+
+    def bodies_dir(self, session: str) -> Path:
+        return self.session_dir(session) / PROVIDER_BODY
+
+    def transcripts_dir(self, session: str) -> Path:
+        return self.session_dir(session) / "transcripts"
+
+    def sessions(self) -> list[str]:
+        """Every session directory of the root, sorted; anything else is not a session."""
+        try:
+            entries = list(os.scandir(self.path))
+        except FileNotFoundError:
+            return []
+        return sorted(
+            entry.name
+            for entry in entries
+            if is_session_id(entry.name) and entry.is_dir(follow_symlinks=False)
+        )
+
+    def landed(self, directory: Path) -> list[LandedPath]:
+        """The landed files directly in ``directory``, in sequence order."""
+        try:
+            entries = list(os.scandir(directory))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        found = []
+        for entry in entries:
+            match = _LANDED_NAME.match(entry.name)
+            if match and entry.is_file(follow_symlinks=False):
+                found.append(LandedPath(int(match.group(2)), match.group(1), Path(entry.path)))
+        return sorted(found, key=lambda landed: landed.seq)
+
+    def all_landed(self, session: str) -> Iterator[LandedPath]:
+        """Every landed file of a session, of every kind (not ordered)."""
+        base = self.session_dir(session)
+        for directory, _dirs, files in os.walk(base):
+            for name in files:
+                match = _LANDED_NAME.match(name)
+                if match:
+                    yield LandedPath(int(match.group(2)), match.group(1), Path(directory, name))
+
+    def next_seq(self, session: str) -> int:
+        """The sequence number the session's next landed file takes."""
+        highest = max((landed.seq for landed in self.all_landed(session)), default=0)
+        try:
+            remembered = int((self.session_dir(session) / _SEQ_FILE).read_text())
+        except (FileNotFoundError, ValueError):
+            remembered = 0
+        return max(highest, remembered) + 1
+
+    def remember_seq(self, session: str, seq: int) -> None:
+        """Records that ``seq`` was used, so it is never handed out again."""
+        replace_file(self.session_dir(session) / _SEQ_FILE, f"{seq}\n".encode())
+
+    @staticmethod
+    def landed_name(kind: str, seq: int) -> str:
+        return f"{kind}-{seq:08d}{LANDED_SUFFIX}"
+
+
+@contextlib.contextmanager
+def collector_lock(root: Root, wait: bool = False) -> Iterator[None]:
+    """Holds the root for one collector; raises Busy at once unless ``wait``.
+
+    The kernel releases an flock when its process dies, so a crashed collector never leaves
+    the root locked.
+    """
+    root.ensure()
+    fd = os.open(root.path / "_lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise Busy(f"another collector holds {root.path}") from None
+        yield
+    finally:
+        os.close(fd)
