@@ -34,7 +34,7 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 ZSTD_LEVEL = 6
 MAX_CONTENT_BYTES = 1 << 30
 MAX_LINE_BYTES = 64 * 1024 * 1024
-_READ_CHUNK = 1 << 20
+_FEED_BYTES = 1024
 _END_PREFIX = b'{"end":'
 
 
@@ -108,18 +108,25 @@ def decode_file(path: Path, data: bytes, max_bytes: int = MAX_CONTENT_BYTES) -> 
 
 
 def _decompress(path: Path, data: bytes, max_bytes: int) -> bytes:
+    # Fed in small slices so that no single step can expand past the cap by much: one
+    # zstd block turns a few bytes into at most 128 KiB.
     chunks: list[bytes] = []
     total = 0
+    decompressor = zstandard.ZstdDecompressor().decompressobj()
+    view = memoryview(data)
     try:
-        dctx = zstandard.ZstdDecompressor()
-        with dctx.stream_reader(data, read_across_frames=True) as reader:
-            while chunk := reader.read(_READ_CHUNK):
-                total += len(chunk)
-                if total > max_bytes:
-                    raise LandedFileError(path, f"decompresses past {max_bytes} bytes")
-                chunks.append(chunk)
+        for start in range(0, len(view), _FEED_BYTES):
+            if decompressor.eof:
+                raise LandedFileError(path, "has bytes after its compressed frame")
+            chunk = decompressor.decompress(view[start : start + _FEED_BYTES])
+            total += len(chunk)
+            if total > max_bytes:
+                raise LandedFileError(path, f"decompresses past {max_bytes} bytes")
+            chunks.append(chunk)
     except zstandard.ZstdError as err:
         raise LandedFileError(path, f"does not decompress: {err}") from None
+    if not decompressor.eof or decompressor.unused_data:
+        raise LandedFileError(path, "ends inside its compressed frame (the file is not whole)")
     return b"".join(chunks)
 
 

@@ -1,0 +1,105 @@
+"""One collection pass: transcripts first, then provider bodies, counted as one.
+
+The transcript adapter runs first so that a response only a transcript names finds its
+session in the same pass. ``asz collect --once`` is exactly one call of :func:`run_pass`, and
+the long-running service runs the same function, so the two can never disagree.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+from asz.adapters.claude_code_local import collect_transcripts
+from asz.adapters.claude_code_provider import collect_bodies
+from asz.adapters.session_filter import SessionJudge
+from asz.config import Config
+from asz.store.bodies import BodyStore
+from asz.store.root import Root
+
+
+@dataclass(slots=True)
+class PassCounts:
+    """What one pass did; the ``--json`` line and the metrics are made from this."""
+
+    sessions: int = 0
+    landed: int = 0
+    records: int = 0
+    bodies_landed: int = 0
+    bodies_waiting: int = 0
+    bodies_unreadable: int = 0
+    bodies_excluded: int = 0
+    transcript_lines_landed: int = 0
+    source_bytes: int = 0
+    landed_bytes: int = 0
+    conflicts: int = 0
+    conflict_sources: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def complete(self) -> bool:
+        """Waiting and unreadable bodies never fail a pass; conflicts and errors do."""
+        return self.conflicts == 0 and not self.errors
+
+    @property
+    def changed(self) -> bool:
+        return self.landed > 0 or self.conflicts > 0 or bool(self.errors)
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "complete": self.complete}
+
+
+def run_pass(config: Config, root: Root, store: BodyStore, now: float | None = None) -> PassCounts:
+    """Lands everything new under the Claude Code directory; the caller holds the root lock."""
+    started = time.monotonic()
+    counts = PassCounts()
+    sessions: set[str] = set()
+    if config.adapters.claude_code_local.enabled:
+        local = collect_transcripts(config, root)
+        sessions |= local.sessions
+        counts.landed += local.files_landed
+        counts.records += local.files_landed
+        counts.transcript_lines_landed = local.lines_landed
+        counts.source_bytes += local.source_bytes
+        counts.landed_bytes += local.landed_bytes
+        counts.conflict_sources += local.conflicts
+        counts.errors += local.errors
+        if local.pending:
+            counts.errors.append(f"{local.pending} transcript(s) have more than one pass lands")
+    if config.adapters.claude_code_provider.enabled:
+        # Judged after the transcripts landed, so sessions they just named can be judged.
+        judge = SessionJudge(config, root)
+        provider = collect_bodies(config, root, store, judge, now=now)
+        sessions |= provider.sessions
+        counts.landed += provider.bodies_landed
+        counts.records += provider.records
+        counts.bodies_landed = provider.bodies_landed
+        counts.bodies_waiting = provider.waiting
+        counts.bodies_unreadable = provider.unreadable
+        counts.bodies_excluded = provider.excluded
+        counts.source_bytes += provider.source_bytes
+        counts.landed_bytes += provider.landed_bytes
+        counts.conflict_sources += provider.conflicts
+        counts.errors += provider.errors
+    counts.conflicts = len(counts.conflict_sources)
+    counts.sessions = len(sessions)
+    counts.seconds = round(time.monotonic() - started, 6)
+    return counts
+
+
+def pass_line(counts: PassCounts) -> str:
+    """The one human line a pass prints."""
+    fields = [
+        f"sessions={counts.sessions}",
+        f"landed={counts.landed}",
+        f"records={counts.records}",
+        f"lines={counts.transcript_lines_landed}",
+        f"bodies_landed={counts.bodies_landed}",
+        f"bodies_waiting={counts.bodies_waiting}",
+        f"bodies_unreadable={counts.bodies_unreadable}",
+        f"bodies_excluded={counts.bodies_excluded}",
+        f"conflicts={counts.conflicts}",
+        f"errors={len(counts.errors)}",
+    ]
+    return f"pass: {' '.join(fields)} ({counts.seconds:.3f}s)"

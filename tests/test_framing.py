@@ -1,0 +1,143 @@
+"""The landed-file framing: exact payloads back, and every kind of damage named, never a crash."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+import pytest
+import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from asz.store.atomic import AlreadyExists, private_dir, publish_new, remove_stale_temps
+from asz.store.framing import LandedFileError, decode_file, encode_file, read_file
+
+HEADER = {"kind": "provider_body", "session": "11111111-2222-4333-8444-555555555555", "seq": 1}
+
+
+@pytest.mark.parametrize("compression", ["zstd", "none"])
+def test_payloads_come_back_exactly(tmp_path: Path, compression: str) -> None:
+    records = [({"id": "a"}, b"\x00\xff\n\r raw bytes\n"), ({"id": "b"}, b""), ({}, b"{" * 10_000)]
+    data = encode_file(HEADER, records, compression)
+    assert data.startswith(b"\x28\xb5\x2f\xfd") == (compression == "zstd")
+    path = tmp_path / "f.asz"
+    publish_new(path, data)
+    landed = read_file(path)
+    assert landed.header["seq"] == 1
+    assert [(r.meta, r.payload) for r in landed.records] == records
+    assert [r.row for r in landed.records] == [1, 2, 3]
+
+
+def test_closing_line_counts_and_digests_everything_before_it() -> None:
+    content = encode_file(HEADER, [({"x": 1}, b"abc")], "none")
+    body, closing = content[: content.rindex(b'{"end"')], content[content.rindex(b'{"end"') :]
+    assert b'"records":1' in closing
+    assert hashlib.sha256(body).hexdigest().encode() in closing
+
+
+@pytest.mark.parametrize("compression", ["zstd", "none"])
+def test_every_flipped_byte_is_caught(compression: str) -> None:
+    data = encode_file(HEADER, [({"id": "a"}, b"payload " * 50), ({"id": "b"}, b"x")], compression)
+    for index in range(0, len(data), max(1, len(data) // 97)):
+        damaged = bytearray(data)
+        damaged[index] ^= 0x20
+        with pytest.raises(LandedFileError):
+            decode_file(Path("f"), bytes(damaged))
+
+
+@pytest.mark.parametrize("compression", ["zstd", "none"])
+def test_truncation_and_appended_bytes_are_caught(compression: str) -> None:
+    data = encode_file(HEADER, [({"id": "a"}, b"payload " * 50)], compression)
+    for cut in (1, 10, len(data) // 2, len(data) - 1):
+        with pytest.raises(LandedFileError):
+            decode_file(Path("f"), data[:cut])
+    with pytest.raises(LandedFileError):
+        decode_file(Path("f"), data + b"\n")
+
+
+def test_a_payload_longer_than_the_file_is_refused_without_allocating() -> None:
+    forged = (
+        b'{"format":"asz.landed/1","kind":"k","seq":1}\n{"r":1,"n":4611686018427387904,"m":{}}\n'
+    )
+    with pytest.raises(LandedFileError, match="row 1"):
+        decode_file(Path("f"), forged)
+
+
+def test_a_decompression_bomb_is_stopped_at_the_cap() -> None:
+    bomb = zstandard.ZstdCompressor().compress(b"\0" * (8 << 20))
+    with pytest.raises(LandedFileError, match="decompresses past"):
+        decode_file(Path("f"), bomb, max_bytes=1 << 20)
+
+
+def test_the_error_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "provider_body-00000001.asz"
+    path.write_bytes(b"not a landed file")
+    with pytest.raises(LandedFileError) as caught:
+        read_file(path)
+    assert str(path) in str(caught.value)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=2000))
+def test_random_bytes_are_an_error_never_a_crash(data: bytes) -> None:
+    with contextlib.suppress(LandedFileError):
+        decode_file(Path("f"), data)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.dictionaries(st.text(max_size=5), st.integers(-(2**63), 2**63 - 1), max_size=3),
+            st.binary(),
+        ),
+        max_size=6,
+    ),
+    st.sampled_from(["zstd", "none"]),
+)
+def test_any_records_round_trip(records, compression) -> None:
+    landed = decode_file(Path("f"), encode_file(HEADER, records, compression))
+    assert [(r.meta, r.payload) for r in landed.records] == records
+
+
+def test_published_files_are_private_whatever_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0)
+    try:
+        path = tmp_path / "a" / "b" / "f.asz"
+        publish_new(path, b"data")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "a").stat().st_mode) == 0o700
+
+
+def test_publishing_never_replaces_and_leaves_no_temporary(tmp_path: Path) -> None:
+    path = tmp_path / "f.asz"
+    publish_new(path, b"first")
+    with pytest.raises(AlreadyExists):
+        publish_new(path, b"second")
+    assert path.read_bytes() == b"first"
+    assert sorted(os.listdir(tmp_path)) == ["f.asz"]
+
+
+def test_a_failed_check_publishes_nothing(tmp_path: Path) -> None:
+    def refuse(temp: Path) -> None:
+        assert temp.read_bytes() == b"data"
+        raise RuntimeError("read back differs")
+
+    with pytest.raises(RuntimeError):
+        publish_new(tmp_path / "f.asz", b"data", check=refuse)
+    assert os.listdir(tmp_path) == []
+
+
+def test_stale_temporaries_are_removed(tmp_path: Path) -> None:
+    private_dir(tmp_path / "d")
+    (tmp_path / "d" / ".tmp-abc").write_bytes(b"half")
+    (tmp_path / "d" / "keep.asz").write_bytes(b"whole")
+    assert remove_stale_temps(tmp_path / "d") == 1
+    assert os.listdir(tmp_path / "d") == ["keep.asz"]
