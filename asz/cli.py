@@ -98,6 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_names() -> list[str]:
+    return sorted(_HANDLERS)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)

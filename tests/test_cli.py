@@ -1,0 +1,64 @@
+"""The command line contract: help for every command, and exit codes 0 / 1 / 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from asz.cli import command_names
+
+COMMANDS = command_names()
+
+
+def test_every_command_has_help(run_asz) -> None:
+    top = run_asz("--help")
+    assert top.returncode == 0
+    for name in COMMANDS:
+        assert name in top.stdout.decode()
+        result = run_asz(name, "--help")
+        assert result.returncode == 0, name
+        assert b"usage: asz " + name.encode() in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (),
+        ("no-such-command",),
+        ("collect", "--no-such-flag"),
+        ("body", "only-one-arg"),
+        ("collect", "--batch-window", "-1"),
+    ],
+)
+def test_usage_errors_exit_2(run_asz, args) -> None:
+    assert run_asz(*args).returncode == 2
+
+
+def test_a_session_id_that_is_not_one_is_a_usage_error(run_asz, tmp_path: Path) -> None:
+    result = run_asz("--root", str(tmp_path / "root"), "body", "../etc", "x.request")
+    assert result.returncode == 2
+    assert b"not a Claude Code session id" in result.stderr
+    assert not (tmp_path / "etc").exists()
+
+
+def test_a_bad_config_file_exits_2_naming_key_and_file(run_asz, tmp_path: Path) -> None:
+    config = tmp_path / "asz.toml"
+    config.write_text("[service]\nbatch_windw = 3\n")
+    result = run_asz("verify", "--config", str(config))
+    assert result.returncode == 2
+    assert b"service.batch_windw" in result.stderr
+    assert str(config).encode() in result.stderr
+
+
+def test_verify_of_an_empty_root_passes(run_asz, tmp_path: Path) -> None:
+    result = run_asz("verify", "--root", str(tmp_path / "empty"), "--json")
+    assert result.returncode == 0
+    assert b'"problems":[]' in result.stdout
+
+
+def test_body_that_is_not_there_exits_1(run_asz, tmp_path: Path) -> None:
+    session = "11111111-2222-4333-8444-555555555555"
+    result = run_asz("body", "--root", str(tmp_path), session, "x.request")
+    assert result.returncode == 1
+    assert b"holds no body" in result.stderr
