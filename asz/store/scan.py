@@ -1,0 +1,281 @@
+"""Find where a request or response body can be cut, without parsing it into objects.
+
+The codec cuts a body at byte spans ("pieces") that later bodies of the same session are likely
+to repeat: each element of the top-level ``tools`` array, and every JSON string token of at
+least ``MIN_PIECE`` bytes outside it. Object keys are never pieces. Only the top-level object's
+``tools`` and ``messages`` members are special, and only when their value is an array.
+
+Why a hand-made scanner: the cut has to fall on exact byte offsets of the original body (any
+re-encoding would lose the spelling of numbers, escapes, whitespace and duplicate keys), and a
+Python loop over every JSON token is the slowest part of encoding. So the body is first copied
+once with its escaped quotes and backslashes blanked (same length, so offsets hold), after which
+every ``"`` delimits a string; regular expressions then skip short strings and whole nested
+values inside the regex engine, and Python only loops over top-level members, array elements
+and long strings.
+
+Validity is checked before scanning, since the scanner trusts the grammar: orjson first (fast),
+and for the valid JSON orjson refuses (numbers out of double range such as ``1E400``, integers
+too long for it, lone ``\\ud800`` escapes, nesting past its limit) the standard library with
+numbers kept as text. Nothing recurses on the body's nesting: a body nested deeper than
+``MAX_NESTING`` that orjson refuses is reported as not cuttable, and the scanner itself tracks
+depth with a counter.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass
+
+import orjson
+
+MIN_PIECE = 1024
+"""Shortest string token (quotes included) that is a piece."""
+
+MAX_NESTING = 512
+"""Deepest nesting the standard-library check is trusted with (it recurses per level)."""
+
+_WS = rb"[ \t\n\r]*"
+_OPEN_OBJECT = re.compile(_WS + rb"\{" + _WS)
+_CLOSE_OBJECT = re.compile(rb"\}")
+_OPEN_ARRAY = re.compile(rb"\[" + _WS)
+_CLOSE_ARRAY = re.compile(rb"\]")
+_MEMBER_KEY = re.compile(rb'("[^"]*+")' + _WS + rb":" + _WS)
+_AFTER_VALUE = re.compile(_WS + rb"([,\]}])" + _WS)
+_COLON_NEXT = re.compile(_WS + rb":")
+_STRING = re.compile(rb'"[^"]*+"')
+_SCALAR = re.compile(rb"[^ \t\n\r,\]}]++")
+_QUOTING_ESCAPE = re.compile(rb'\\[\\"]')
+_TOKEN = re.compile(rb'"[^"]*+"|[\[\]{}]')
+# Skips everything up to the next string token of MIN_PIECE bytes or more (group 1), or to the
+# end. Short strings and the text between strings are consumed inside the regex engine.
+_NEXT_LONG = re.compile(
+    rb'(?:[^"]++|"[^"]{0,%d}+")*+(?:("[^"]*+")|\Z)' % (MIN_PIECE - 3),
+)
+
+
+def _nested_value_pattern(levels: int) -> re.Pattern[bytes]:
+    """A regex for an object or array nested at most ``levels`` + 1 deep.
+
+    Python's ``re`` has no recursion, so the nesting is unrolled a fixed number of times; a
+    value nested deeper does not match and is walked token by token instead.
+    """
+    inner = rb'(?:[^"\[\]{}]++|"[^"]*+")*+'
+    for _ in range(levels):
+        inner = rb'(?:[^"\[\]{}]++|"[^"]*+"|[\[{]' + inner + rb"[\]}])*+"
+    return re.compile(rb"[\[{]" + inner + rb"[\]}]")
+
+
+_NESTED = _nested_value_pattern(16)
+
+
+class NotCuttable(Exception):
+    """The body cannot be cut; ``why`` says why, in words a manifest can carry."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """Where a body may be cut.
+
+    ``pieces`` are sorted, non-overlapping ``(start, end)`` byte spans; ``first_message`` is the
+    span of ``messages[0]`` of the top-level object, which names the conversation a request
+    continues.
+    """
+
+    pieces: list[tuple[int, int]]
+    first_message: tuple[int, int] | None
+
+
+def scan_body(body: bytes) -> Shape:
+    """Validate ``body`` as one JSON object in UTF-8 and find its pieces.
+
+    Raises NotCuttable when the body is not valid UTF-8, not valid JSON, not an object, or too
+    deeply nested to be checked safely.
+    """
+    _require_json_object(body)
+    text = _blank_escapes(body)
+    return _Scanner(body, text).shape()
+
+
+def _require_json_object(body: bytes) -> None:
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        value = _load_what_orjson_refuses(body)
+    if not isinstance(value, dict):
+        raise NotCuttable("the body is not a JSON object")
+
+
+def _load_what_orjson_refuses(body: bytes) -> object:
+    """Parse valid JSON outside orjson's range, or say why the body is not valid JSON."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NotCuttable("the body is not valid UTF-8") from None
+    if _max_nesting(_blank_escapes(body)) > MAX_NESTING:
+        raise NotCuttable("the body nests too deep to be checked")
+    try:
+        return json.loads(text, parse_int=str, parse_float=str, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise NotCuttable("the body nests too deep to be checked") from None
+    except ValueError:
+        raise NotCuttable("the body is not valid JSON") from None
+
+
+def _refuse_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _blank_escapes(body: bytes) -> bytes:
+    r"""Blank each ``\\`` and ``\"`` escape to two underscores: then every ``"`` delimits a string.
+
+    The regex pairs backslashes from the left of each run, as JSON reads them, and valid JSON has
+    no backslash outside strings, so the result is exact. Offsets are unchanged.
+    """
+    if b"\\" not in body:
+        return body
+    return _QUOTING_ESCAPE.sub(b"__", body)
+
+
+def _max_nesting(text: bytes) -> int:
+    depth = deepest = 0
+    for match in _TOKEN.finditer(text):
+        char = text[match.start()]
+        if char in b"[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in b"]}":
+            depth -= 1
+    return deepest
+
+
+class _Scanner:
+    """One pass over a validated body (``text`` is the body with its escapes blanked)."""
+
+    def __init__(self, body: bytes, text: bytes) -> None:
+        self.body = body
+        self.text = text
+
+    def shape(self) -> Shape:
+        """Walk the top-level members; only ``tools`` and ``messages`` arrays are looked into."""
+        text = self.text
+        tools_arrays: list[tuple[int, int]] = []
+        tool_pieces: list[tuple[int, int]] = []
+        first_message: tuple[int, int] | None = None
+        pos = _expect(_OPEN_OBJECT, text, 0).end()
+        more = _CLOSE_OBJECT.match(text, pos) is None
+        while more:
+            key = _expect(_MEMBER_KEY, text, pos)
+            name = self._key_name(*key.span(1))
+            start = key.end()
+            is_array = text[start] == ord("[")
+            if name == "tools" and is_array:
+                items, end = self._array_items(start)
+                tool_pieces.extend(items)
+                tools_arrays.append((start, end))
+            else:
+                end = self._value_end(start)
+                if name == "messages" and is_array and first_message is None:
+                    first_message = self._first_item(start)
+            after = _expect(_AFTER_VALUE, text, end)
+            more = after.group(1) == b","
+            pos = after.end()
+        longs = self._long_values(_gaps(tools_arrays, len(text)))
+        return Shape(pieces=sorted(tool_pieces + longs), first_message=first_message)
+
+    def _key_name(self, start: int, end: int) -> str:
+        raw = self.body[start:end]
+        if b"\\" not in raw:
+            return raw[1:-1].decode()
+        return json.loads(raw)  # an escaped spelling of a key still names that key
+
+    def _first_item(self, start: int) -> tuple[int, int] | None:
+        """The span of the first element of the array at ``start``."""
+        pos = _expect(_OPEN_ARRAY, self.text, start).end()
+        if _CLOSE_ARRAY.match(self.text, pos):
+            return None
+        return pos, self._value_end(pos)
+
+    def _array_items(self, start: int) -> tuple[list[tuple[int, int]], int]:
+        """The spans of the elements of the array at ``start``, and where the array ends."""
+        text = self.text
+        pos = _expect(_OPEN_ARRAY, text, start).end()
+        items: list[tuple[int, int]] = []
+        if _CLOSE_ARRAY.match(text, pos):
+            return items, pos + 1
+        while True:
+            end = self._value_end(pos)
+            items.append((pos, end))
+            after = _expect(_AFTER_VALUE, text, end)
+            if after.group(1) != b",":
+                return items, after.end(1)
+            pos = after.end()
+
+    def _value_end(self, start: int) -> int:
+        text = self.text
+        first = text[start]
+        if first == ord('"'):
+            return _expect(_STRING, text, start).end()
+        if first not in b"[{":
+            return _expect(_SCALAR, text, start).end()
+        nested = _NESTED.match(text, start)
+        if nested is not None:
+            return nested.end()
+        return self._deep_value_end(start)
+
+    def _deep_value_end(self, start: int) -> int:
+        """Walk a value nested deeper than the regex reaches, keeping depth in a counter."""
+        text = self.text
+        depth = 0
+        for match in _TOKEN.finditer(text, start):
+            char = text[match.start()]
+            if char in b"[{":
+                depth += 1
+            elif char in b"]}":
+                depth -= 1
+                if depth == 0:
+                    return match.end()
+        raise NotCuttable("the body ended inside a value")
+
+    def _long_values(self, regions: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Spans of the string tokens of MIN_PIECE bytes or more in ``regions`` that are not keys.
+
+        Each region must start outside any string.
+        """
+        text = self.text
+        spans: list[tuple[int, int]] = []
+        for pos, stop in regions:
+            while True:
+                found = _expect(_NEXT_LONG, text, pos, stop)
+                if found.group(1) is None:
+                    break
+                start, pos = found.span(1)
+                if not _COLON_NEXT.match(text, pos):
+                    spans.append((start, pos))
+        return spans
+
+
+def _expect(
+    pattern: re.Pattern[bytes], text: bytes, pos: int, stop: int = sys.maxsize
+) -> re.Match[bytes]:
+    """Match where the grammar says a token must be; a miss means the body is cut short."""
+    found = pattern.match(text, pos, stop)
+    if found is None:
+        raise NotCuttable("the body ended inside a value")
+    return found
+
+
+def _gaps(ranges: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
+    """The parts of ``[0, size)`` outside the sorted, non-overlapping ``ranges``."""
+    gaps: list[tuple[int, int]] = []
+    pos = 0
+    for start, end in ranges:
+        gaps.append((pos, start))
+        pos = end
+    gaps.append((pos, size))
+    return gaps
