@@ -1,0 +1,239 @@
+"""Facts about a session derived from its landed transcripts: calls, directories, cwds.
+
+Claiming a response needs to know which message ids a session's transcripts hold, and the
+session filter needs the directories and cwds its transcripts name even after Claude Code
+pruned them. Everything here is rebuilt from the landed files alone; a cache file
+(``<session>/transcripts/facts.json``) keeps the result together with the highest sequence
+number it covers (its watermark) and the number of landed transcript files at or below it.
+Landing feeds each new window straight in; a reader whose cache is missing, behind or does
+not match the files reads only the files it lacks, or starts over.
+
+Windows are read in landing order and each byte of a source counts once, so a window landed
+twice (a crash between landing and moving the cursor) changes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from asz.store.atomic import replace_file
+from asz.store.framing import LandedFileError
+from asz.store.root import Root
+from asz.store.transcripts import (
+    MAIN_STREAM,
+    LandedWindow,
+    Reach,
+    landed_transcripts,
+    read_windows,
+    split_lines,
+)
+
+FACTS_FILE = "facts.json"
+SYNTHETIC_MODEL = "<synthetic>"
+_SCHEMA = 1
+_CWD_VALUE = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+@dataclass(slots=True)
+class CallFact:
+    message_id: str
+    request_id: str | None
+    stream: str
+    prompt_id: str | None
+
+
+@dataclass(slots=True)
+class SessionFacts:
+    session: str
+    calls: dict[str, CallFact] = field(default_factory=dict)
+    """Message id -> the facts of the first assistant line carrying it."""
+    primary_dir: str | None = None
+    """The project dir (its name under the projects dir) of the main transcript."""
+    project_dirs: set[str] = field(default_factory=set)
+    cwds: set[str] = field(default_factory=set)
+
+
+@dataclass(slots=True)
+class _SourceState:
+    reach: Reach = field(default_factory=Reach)
+    prompt: str | None = None
+
+
+class FactsBuilder:
+    """A session's facts grown window by window, in the order the windows landed."""
+
+    def __init__(self, session: str) -> None:
+        self.facts = SessionFacts(session)
+        self.watermark = 0
+        self.files = 0
+        self.changed = False
+        self._sources: dict[str, _SourceState] = {}
+        self._known_cwds: set[bytes] = set()
+
+    def add_file(self, seq: int, windows: list[LandedWindow]) -> None:
+        """Takes in the windows of one landed file; files come in sequence order."""
+        self.files += 1
+        self.watermark = max(self.watermark, seq)
+        self.changed = True
+        for window in windows:
+            if not window.snapshot:
+                self._window(window)
+
+    def _window(self, window: LandedWindow) -> None:
+        facts = self.facts
+        directory = window.source.split("/", 1)[0]
+        facts.project_dirs.add(directory)
+        if window.stream == MAIN_STREAM:
+            primary = facts.primary_dir
+            facts.primary_dir = min(primary, directory) if primary else directory
+        state = self._sources.get(window.source)
+        if state is None:
+            state = self._sources[window.source] = _SourceState()
+        off, line, fresh = state.reach.take(window)
+        for _start, _number, data in split_lines(off, line, fresh):
+            self._line(data, window.stream, state)
+
+    def _line(self, data: bytes, stream: str, state: _SourceState) -> None:
+        cwd_raws = _CWD_VALUE.findall(data)
+        new_cwd = any(raw not in self._known_cwds for raw in cwd_raws)
+        if not new_cwd and b'"assistant"' not in data and b'"promptId"' not in data:
+            return
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return
+        if not isinstance(value, dict):
+            return
+        cwd = value.get("cwd")
+        if isinstance(cwd, str) and cwd not in self.facts.cwds:
+            self.facts.cwds.add(cwd)
+            self._known_cwds.add(_raw(cwd))
+        kind = value.get("type")
+        if kind == "user":
+            prompt = value.get("promptId")
+            if isinstance(prompt, str):
+                state.prompt = prompt
+        elif kind == "assistant":
+            self._call(value, stream, state)
+
+    def _call(self, value: dict[str, Any], stream: str, state: _SourceState) -> None:
+        message = value.get("message")
+        if not isinstance(message, dict) or message.get("model") == SYNTHETIC_MODEL:
+            return
+        message_id = message.get("id")
+        if not isinstance(message_id, str) or not message_id:
+            return
+        if message_id not in self.facts.calls:
+            request = value.get("requestId")
+            self.facts.calls[message_id] = CallFact(
+                message_id, request if isinstance(request, str) else None, stream, state.prompt
+            )
+
+    def to_bytes(self) -> bytes:
+        facts = self.facts
+        return orjson.dumps(
+            {
+                "schema": _SCHEMA,
+                "session": facts.session,
+                "watermark": self.watermark,
+                "files": self.files,
+                "primary_dir": facts.primary_dir,
+                "project_dirs": sorted(facts.project_dirs),
+                "cwds": sorted(facts.cwds),
+                "calls": {
+                    key: [call.request_id, call.stream, call.prompt_id]
+                    for key, call in facts.calls.items()
+                },
+                "sources": {
+                    source: [state.reach.end, state.reach.line, state.prompt]
+                    for source, state in self._sources.items()
+                },
+            }
+        )
+
+    @classmethod
+    def from_bytes(cls, session: str, data: bytes) -> FactsBuilder | None:
+        """A builder restored from its cache bytes, or None when they are not a usable cache."""
+        try:
+            value = orjson.loads(data)
+            if value.get("schema") != _SCHEMA or value.get("session") != session:
+                return None
+            builder = cls(session)
+            builder.watermark = int(value["watermark"])
+            builder.files = int(value["files"])
+            facts = builder.facts
+            facts.primary_dir = value["primary_dir"]
+            facts.project_dirs = set(value["project_dirs"])
+            facts.cwds = set(value["cwds"])
+            builder._known_cwds = {_raw(cwd) for cwd in facts.cwds}
+            facts.calls = {
+                key: CallFact(key, request, stream, prompt)
+                for key, (request, stream, prompt) in value["calls"].items()
+            }
+            for source, (end, line, prompt) in value["sources"].items():
+                reach = Reach(end=int(end), line=int(line), starts={int(end): int(line)})
+                builder._sources[source] = _SourceState(reach, prompt)
+        except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
+            return None
+        return builder
+
+
+def _raw(cwd: str) -> bytes:
+    """A cwd as it is spelled inside a JSON line, to skip lines that repeat a known one."""
+    return orjson.dumps(cwd)[1:-1]
+
+
+def facts_path(root: Root, session: str) -> Path:
+    return root.transcripts_dir(session) / FACTS_FILE
+
+
+def open_facts(root: Root, session: str) -> FactsBuilder:
+    """A session's facts caught up with every landed transcript file.
+
+    Reads the cache, then only the files above its watermark; starts over when the cache is
+    missing or the files at or below its watermark are not the ones it counted.
+    """
+    landed = landed_transcripts(root, session)
+    try:
+        builder = FactsBuilder.from_bytes(session, facts_path(root, session).read_bytes())
+    except OSError:
+        builder = None
+    if builder is not None:
+        covered = sum(1 for item in landed if item.seq <= builder.watermark)
+        if covered != builder.files:
+            builder = None
+    if builder is None:
+        builder = FactsBuilder(session)
+        builder.changed = True
+    for item in landed:
+        if item.seq <= builder.watermark:
+            continue
+        try:
+            windows = read_windows(item.path, session)
+        except LandedFileError:
+            windows = []
+        builder.add_file(item.seq, windows)
+    return builder
+
+
+def save_facts(root: Root, builder: FactsBuilder) -> None:
+    """Writes the cache; only where the session already has landed transcripts."""
+    directory = root.transcripts_dir(builder.facts.session)
+    if directory.is_dir():
+        replace_file(directory / FACTS_FILE, builder.to_bytes())
+
+
+def load_facts(root: Root, session: str) -> SessionFacts:
+    """The session's facts, as of every transcript file landed so far."""
+    builder = open_facts(root, session)
+    if builder.changed and builder.files:
+        # A reader may not be able to write (a read-only root); the facts hold regardless.
+        with contextlib.suppress(OSError):
+            save_facts(root, builder)
+    return builder.facts
