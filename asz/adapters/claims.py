@@ -1,0 +1,127 @@
+"""Which session a provider body belongs to, decided from what bodies and transcripts say.
+
+Nothing is inferred from timing alone or from file order. A request names its session; a
+response names no session, so it is claimed through something that names it: Claude Code's
+own ``index.jsonl``, a request of one session naming its request id as the previous call of
+its chain, or a landed transcript of one session recording its message id. Whenever two
+sessions could claim a body, or none does, the body waits and the next pass asks again.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from asz.bodykeys import BodyKeys, is_session_id
+
+WINDOW_NS = 24 * 3600 * 1_000_000_000
+"""How far apart a response and a request of the session searched for it may have been written."""
+_BUCKET_NS = 3600 * 1_000_000_000
+
+
+class By:
+    """How a body was claimed (the values name the rule, as reports and tests show them)."""
+
+    INDEX = "index"
+    REQUEST = "request"
+    TRANSCRIPT = "transcript"
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    session: str | None
+    by: str | None = None
+
+
+UNCLAIMED = Claim(None)
+
+
+class RequestBook:
+    """What every known request says: the request ids it names and when its session wrote.
+
+    Only requests naming a session in Claude Code's form are entered, so nothing here can point
+    outside the storage root. Times are bucketed by the hour, which keeps the search for the
+    sessions active around a response to a few set unions however many requests there are.
+    """
+
+    def __init__(self) -> None:
+        self._named_by: dict[str, set[str]] = {}
+        self._times: dict[str, list[int]] = {}
+        self._sorted: set[str] = set()
+        self._buckets: dict[int, set[str]] = {}
+        self._undated: set[str] = set()
+
+    def add(self, session: str | None, prev_request: str | None, mtime_ns: int) -> None:
+        """Enters one request; ``mtime_ns`` below 0 means its time is unknown."""
+        if not session or not is_session_id(session):
+            return
+        if prev_request:
+            self._named_by.setdefault(prev_request, set()).add(session)
+        if mtime_ns < 0:
+            self._undated.add(session)
+            return
+        self._times.setdefault(session, []).append(mtime_ns)
+        self._sorted.discard(session)
+        self._buckets.setdefault(mtime_ns // _BUCKET_NS, set()).add(session)
+
+    def naming(self, request_id: str) -> frozenset[str]:
+        """The sessions having a request that names ``request_id`` as its previous call."""
+        return frozenset(self._named_by.get(request_id, ()))
+
+    def sessions_near(self, mtime_ns: int) -> set[str]:
+        """Sessions with a request written within the window of ``mtime_ns`` (or undated)."""
+        low, high = mtime_ns - WINDOW_NS, mtime_ns + WINDOW_NS
+        found = set(self._undated)
+        for bucket in range(low // _BUCKET_NS, high // _BUCKET_NS + 1):
+            for session in self._buckets.get(bucket, ()):
+                if session not in found and self._has_time_between(session, low, high):
+                    found.add(session)
+        return found
+
+    def _has_time_between(self, session: str, low: int, high: int) -> bool:
+        times = self._times[session]
+        if session not in self._sorted:
+            times.sort()
+            self._sorted.add(session)
+        at = bisect_left(times, low)
+        return at < len(times) and times[at] <= high
+
+
+MessageHolder = Callable[[str, str], bool]
+"""``holds(session, message_id)``: whether the session's landed transcripts record that call."""
+
+
+class Claimer:
+    """Applies the claim rules in order: the index, then the request, then the transcript."""
+
+    def __init__(
+        self, book: RequestBook, index_claims: Mapping[str, str], holds: MessageHolder
+    ) -> None:
+        self._book = book
+        self._index = index_claims
+        self._holds = holds
+
+    def claim(self, name: str, role: str, keys: BodyKeys, mtime_ns: int) -> Claim:
+        """The session of the body in file ``name``, and the rule that found it."""
+        if name in self._index:
+            session = self._index[name]
+            return Claim(session, By.INDEX) if is_session_id(session) else UNCLAIMED
+        if role == "request":
+            session = keys.session
+            return Claim(session, By.REQUEST) if session and is_session_id(session) else UNCLAIMED
+        if keys.request_id:
+            naming = self._book.naming(keys.request_id)
+            if len(naming) == 1:
+                return Claim(next(iter(naming)), By.REQUEST)
+            if naming:
+                return UNCLAIMED
+        if keys.message_id:
+            holders = [
+                session
+                for session in sorted(self._book.sessions_near(mtime_ns))
+                if self._holds(session, keys.message_id)
+            ]
+            if len(holders) == 1:
+                return Claim(holders[0], By.TRANSCRIPT)
+        return UNCLAIMED

@@ -1,0 +1,228 @@
+"""The ledger of seen provider-body source files: what each earlier pass already judged.
+
+Without it every pass would read and digest every body Claude Code ever wrote. With it, a file
+whose size and modification time are unchanged is answered from one ``lstat``: landed,
+unreadable and conflicting files are not opened again, and waiting or excluded files are judged
+again from the keys stored here, since what claims them (a later request, a landed transcript,
+the session filter) can change while the file does not.
+
+The ledger is derived: when it is missing or does not read it is rebuilt from the manifests of
+the landed bodies, with their modification times unknown, so the next pass reads and digests
+those files once more and the store reports them as repeats instead of landing them twice.
+It is written atomically, and only when a pass changed it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+import orjson
+
+from asz.bodykeys import BodyKeys
+from asz.store.atomic import replace_file
+from asz.store.framing import LandedFileError, read_file
+from asz.store.root import Root
+
+LEDGER_NAME = "provider-ledger.json"
+FORMAT = "asz.provider-ledger/1"
+UNKNOWN_MTIME = -1
+"""The modification time of an entry rebuilt from a manifest: never equal to a real one."""
+
+
+class State(StrEnum):
+    LANDED = "landed"
+    """The session holds the file's bytes."""
+    WAITING = "waiting"
+    """No session claims it yet, or its session cannot be judged yet."""
+    EXCLUDED = "excluded"
+    """Its session is one the filter leaves out."""
+    UNREADABLE = "unreadable"
+    """Not one JSON value, long after it was last written."""
+    TOO_LARGE = "too_large"
+    """Larger than a body may be; never read."""
+    CHANGED = "changed"
+    """Its bytes changed after it landed; ``sha256`` is still the digest that landed."""
+    CONFLICT = "conflict"
+    """Its session holds a body of the same id with other bytes."""
+
+
+CONFLICTING = frozenset({State.CHANGED, State.CONFLICT})
+
+
+@dataclass(slots=True)
+class LedgerEntry:
+    """One source file as last judged; ``size``/``mtime_ns`` are the stat it was judged at."""
+
+    name: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    state: State
+    session: str = ""
+    keys: BodyKeys = field(default_factory=BodyKeys)
+
+    @property
+    def role(self) -> str:
+        return "request" if self.name.endswith(".request.json") else "response"
+
+    def same_stat(self, size: int, mtime_ns: int) -> bool:
+        return self.size == size and self.mtime_ns == mtime_ns
+
+    def as_row(self) -> list:
+        return [
+            self.name,
+            self.size,
+            self.mtime_ns,
+            self.sha256,
+            self.state.value,
+            self.session,
+            self.keys.as_dict(),
+        ]
+
+    @classmethod
+    def from_row(cls, row: list) -> LedgerEntry:
+        name, size, mtime_ns, sha256, state, session, keys = row
+        if not (
+            isinstance(name, str)
+            and isinstance(size, int)
+            and isinstance(mtime_ns, int)
+            and isinstance(sha256, str)
+            and isinstance(session, str)
+            and isinstance(keys, dict)
+        ):
+            raise ValueError(f"ledger row {name!r} has a field of the wrong type")
+        return cls(name, size, mtime_ns, sha256, State(state), session, BodyKeys(**keys))
+
+
+class Ledger:
+    """Entries by source file name; remembers whether anything changed since it was read."""
+
+    def __init__(self, entries: dict[str, LedgerEntry] | None = None) -> None:
+        self._entries = entries if entries is not None else {}
+        self.dirty = False
+        self.rebuilt = False
+        self.problems: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[LedgerEntry]:
+        return iter(list(self._entries.values()))
+
+    def get(self, name: str) -> LedgerEntry | None:
+        return self._entries.get(name)
+
+    def put(self, entry: LedgerEntry) -> None:
+        if self._entries.get(entry.name) != entry:
+            self._entries[entry.name] = entry
+            self.dirty = True
+
+    def drop(self, name: str) -> None:
+        if self._entries.pop(name, None) is not None:
+            self.dirty = True
+
+    def encode(self) -> bytes:
+        rows = [self._entries[name].as_row() for name in sorted(self._entries)]
+        return orjson.dumps({"format": FORMAT, "entries": rows})
+
+    def save(self, root: Root) -> bool:
+        """Writes the ledger if it changed; says whether it wrote."""
+        if not self.dirty:
+            return False
+        replace_file(ledger_path(root), self.encode())
+        self.dirty = False
+        return True
+
+
+def ledger_path(root: Root) -> Path:
+    return root.state_dir / LEDGER_NAME
+
+
+def decode_ledger(data: bytes) -> Ledger:
+    """Parses a ledger; raises ValueError when it is not one this version wrote."""
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError as err:
+        raise ValueError(f"the ledger is not JSON: {err}") from None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise ValueError("the ledger is not in this version's format")
+    rows = document.get("entries")
+    if not isinstance(rows, list):
+        raise ValueError("the ledger has no entries")
+    entries: dict[str, LedgerEntry] = {}
+    for row in rows:
+        if not isinstance(row, list) or len(row) != 7:
+            raise ValueError("the ledger holds a malformed row")
+        try:
+            entry = LedgerEntry.from_row(row)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"the ledger holds a malformed row: {err}") from None
+        entries[entry.name] = entry
+    return Ledger(entries)
+
+
+def load_ledger(root: Root) -> Ledger:
+    """The ledger as last saved, or rebuilt from the landed manifests when it does not read."""
+    try:
+        data = ledger_path(root).read_bytes()
+    except FileNotFoundError:
+        return rebuild_ledger(root)
+    try:
+        return decode_ledger(data)
+    except ValueError as err:
+        ledger = rebuild_ledger(root)
+        ledger.problems.insert(0, f"{ledger_path(root)}: {err}; rebuilt from the landed bodies")
+        return ledger
+
+
+def rebuild_ledger(root: Root) -> Ledger:
+    """A ledger of every landed body, read from the manifests of every session's files.
+
+    Modification times are unknown, so each entry is read and digested again by the next pass.
+    A landed file that does not read is named in ``problems`` and the rest still count.
+    """
+    ledger = Ledger()
+    for session in root.sessions():
+        for landed in root.landed(root.bodies_dir(session)):
+            try:
+                landed_file = read_file(landed.path)
+            except LandedFileError as err:
+                ledger.problems.append(f"damaged landed file skipped: {err}")
+                continue
+            for record in landed_file.records:
+                entry = _entry_from_manifest(record.meta, session)
+                if entry is None:
+                    ledger.problems.append(
+                        f"{landed.path}: row {record.row}: no provider-body manifest"
+                    )
+                elif entry.name not in ledger._entries:
+                    ledger._entries[entry.name] = entry
+    ledger.dirty = True
+    ledger.rebuilt = True
+    return ledger
+
+
+def _entry_from_manifest(meta: dict, session: str) -> LedgerEntry | None:
+    src, size, sha256, keys = (
+        meta.get("src"),
+        meta.get("size"),
+        meta.get("sha256"),
+        meta.get("keys"),
+    )
+    if not (isinstance(src, str) and isinstance(size, int) and isinstance(sha256, str)):
+        return None
+    if os.path.basename(src) != src:
+        return None
+    if not isinstance(keys, dict):
+        keys = {}
+    clean = {
+        name: value for name, value in keys.items() if name in _KEY_NAMES and isinstance(value, str)
+    }
+    return LedgerEntry(src, size, UNKNOWN_MTIME, sha256, State.LANDED, session, BodyKeys(**clean))
+
+
+_KEY_NAMES = frozenset(BodyKeys.__dataclass_fields__)
