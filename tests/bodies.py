@@ -1,19 +1,27 @@
-"""Request and response bodies built the way Claude Code builds them, for codec tests and bench.
+"""Bodies for the codec's tests and benchmark, and an oracle for where they should be cut.
 
 A ``Chain`` is one conversation (a main agent or a subagent): every call resends the whole
 message list, the cache marker sits on the newest message only, a message of one text block is
 a list while newest and a plain string afterwards, the first message is a reminder block plus
 the prompt, and the first system block is the billing header naming the previous request and
 the prompt. Bodies are compact JSON with the keys in Claude Code's order.
+
+``JsonWriter`` writes any JSON object (keys may repeat, numbers may be written as is) and
+records, independently of the scanner, the spans the codec should cut at: each element of a
+top-level ``tools`` array, every non-key string of at least MIN_PIECE bytes outside those, and
+where ``messages[0]`` is.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+
+from asz.store.scan import MIN_PIECE, Shape
 
 SESSION = "0b7e4c1a-5d2f-4e8b-9c3a-7f6e5d4c3b2a"
 MODEL = "claude-opus-4-6"
@@ -24,6 +32,7 @@ _PROSE = (
     "optional required description example when use this only must never always after"
 )
 _WORDS = _PROSE.split()
+_SEPARATORS = (" ",) * 14 + ("\n", "\n", ' "', '" ', "\t")
 
 
 def filler(seed: int | str, size: int) -> str:
@@ -33,7 +42,7 @@ def filler(seed: int | str, size: int) -> str:
     length = 0
     while length < size:
         word = rng.choice(_WORDS)
-        sep = rng.choice((" ", " ", " ", " ", "\n", ' "', '" ', "\t"))
+        sep = rng.choice(_SEPARATORS)
         out.append(word + sep)
         length += len(word) + len(sep)
     return "".join(out)[:size]
@@ -218,3 +227,80 @@ def growing(count: int) -> list[bytes]:
         chain.answer(f"req_grow{i:04d}", filler(f"grow{i}", 300))
         chain.say(f"And then step {i}.")
     return bodies
+
+
+class Obj(list):  # type: ignore[type-arg]
+    """A JSON object as (key, value) pairs, in order, repeats allowed."""
+
+
+class Raw(bytes):
+    """A number token written byte for byte."""
+
+
+class JsonWriter:
+    def __init__(self, spacing: str = "", ascii_only: bool = False) -> None:
+        self.space = spacing.encode()
+        self.ascii_only = ascii_only
+        self.out = bytearray()
+        self.pieces: list[tuple[int, int]] = []
+        self.first_message: tuple[int, int] | None = None
+
+    def document(self, top: Obj) -> tuple[bytes, Shape]:
+        """Write a top-level object; return its bytes and the shape the scanner should find."""
+        self.out += self.space
+        self._object(top, top_level=True, cut=True)
+        self.out += self.space
+        return bytes(self.out), Shape(pieces=self.pieces, first_message=self.first_message)
+
+    def _value(self, value: object, cut: bool) -> None:
+        if isinstance(value, Obj):
+            self._object(value, top_level=False, cut=cut)
+        elif isinstance(value, list):
+            self._array(value, cut)
+        elif isinstance(value, Raw):
+            self.out += value
+        elif isinstance(value, str):
+            self._string(value, cut)
+        else:
+            self.out += json.dumps(value).encode()
+
+    def _string(self, text: str, cut: bool) -> None:
+        try:
+            data = json.dumps(text, ensure_ascii=self.ascii_only).encode()
+        except UnicodeEncodeError:  # a lone surrogate can only be written escaped
+            data = json.dumps(text).encode()
+        start = len(self.out)
+        self.out += data
+        if cut and len(data) >= MIN_PIECE:
+            self.pieces.append((start, len(self.out)))
+
+    def _object(self, obj: Obj, top_level: bool, cut: bool) -> None:
+        self.out += b"{" + self.space
+        for i, (key, value) in enumerate(obj):
+            if i:
+                self.out += b"," + self.space
+            self._string(key, cut=False)
+            self.out += self.space + b":" + self.space
+            is_array = isinstance(value, list) and not isinstance(value, Obj)
+            if top_level and key == "tools" and is_array:
+                self._array(value, cut=False, record_items=True)
+            elif top_level and key == "messages" and is_array:
+                self._array(value, cut, first_only=self.first_message is None)
+            else:
+                self._value(value, cut)
+        self.out += self.space + b"}"
+
+    def _array(
+        self, items: list[object], cut: bool, record_items: bool = False, first_only: bool = False
+    ) -> None:
+        self.out += b"[" + self.space
+        for i, item in enumerate(items):
+            if i:
+                self.out += self.space + b"," + self.space
+            start = len(self.out)
+            self._value(item, cut)
+            if record_items:
+                self.pieces.append((start, len(self.out)))
+            if first_only and i == 0:
+                self.first_message = (start, len(self.out))
+        self.out += self.space + b"]"

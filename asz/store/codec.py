@@ -178,6 +178,7 @@ class SessionBodies:
         body = bytes(body)  # no copy for bytes; a mutable buffer must not change under the cut
         if len(body) > MAX_BODY:
             raise CodecError(f"the body is {len(body)} bytes, more than {MAX_BODY}")
+        _dumps(keys.as_dict())  # a key a manifest cannot carry is the caller's error
         digest = hashlib.sha256(body).hexdigest()
         held = self._entries.get(record_id)
         if held is not None:
@@ -199,7 +200,7 @@ class SessionBodies:
         chain = chain_of(body[first[0] : first[1]]) if role == "request" and first else None
         record = self._cut(head, body, keys, shape, chain)
         try:
-            self._verify(self._resolve(_round_trip(record))[0])
+            self._require_rebuilds_to(self._resolve(_round_trip(record))[0], body)
         except CodecError as err:
             why = f"the cut record does not rebuild the body: {err}"
             return _whole(head, body, keys, chain, why)
@@ -439,6 +440,18 @@ class SessionBodies:
         if digest.hexdigest() != entry.sha256:
             raise CodecError(f"{entry.record_id} does not rebuild to the digest it names")
 
+    def _require_rebuilds_to(self, entry: _Entry, body: bytes) -> None:
+        """Compare what the record rebuilds to with ``body``, part by part, without building it."""
+        pos = 0
+        if entry.base is not None:
+            pos = entry.copy_len
+            if not body.startswith(memoryview(self._body(entry.base))[:pos]):
+                raise CodecError("the copy does not give the body's front")
+        for view in entry.tail:
+            if not body.startswith(view, pos):
+                raise CodecError(f"the segments differ from the body at byte {pos}")
+            pos += len(view)
+
     def _body(self, record_id: str) -> bytes:
         """Rebuild a held body, walking its copies down to a cached or copy-free body and up."""
         pending: list[_Entry] = []
@@ -599,11 +612,11 @@ def _round_trip(record: Record) -> Record:
     return Record(meta=orjson.loads(orjson.dumps(record.meta)), payload=record.payload)
 
 
-def _dumps(meta: dict[str, Any]) -> bytes:
+def _dumps(value: dict[str, Any]) -> bytes:
     try:
-        return orjson.dumps(meta)
+        return orjson.dumps(value)
     except orjson.JSONEncodeError as err:
-        raise CodecError(f"the manifest is not JSON: {err}") from None
+        raise CodecError(f"not serialisable as JSON: {err}") from None
 
 
 def _is_int(value: object) -> bool:

@@ -46,7 +46,6 @@ _AFTER_VALUE = re.compile(_WS + rb"([,\]}])" + _WS)
 _COLON_NEXT = re.compile(_WS + rb":")
 _STRING = re.compile(rb'"[^"]*+"')
 _SCALAR = re.compile(rb"[^ \t\n\r,\]}]++")
-_QUOTING_ESCAPE = re.compile(rb'\\[\\"]')
 _TOKEN = re.compile(rb'"[^"]*+"|[\[\]{}]')
 # Skips everything up to the next string token of MIN_PIECE bytes or more (group 1), or to the
 # end. Short strings and the text between strings are consumed inside the regex engine.
@@ -134,12 +133,10 @@ def _refuse_constant(name: str) -> object:
 def _blank_escapes(body: bytes) -> bytes:
     r"""Blank each ``\\`` and ``\"`` escape to two underscores: then every ``"`` delimits a string.
 
-    The regex pairs backslashes from the left of each run, as JSON reads them, and valid JSON has
-    no backslash outside strings, so the result is exact. Offsets are unchanged.
+    ``replace`` pairs backslashes from the left of each run, as JSON reads them, and valid JSON
+    has no backslash outside strings, so two plain replaces are exact and keep every offset.
     """
-    if b"\\" not in body:
-        return body
-    return _QUOTING_ESCAPE.sub(b"__", body)
+    return body.replace(b"\\\\", b"__").replace(b'\\"', b"__")
 
 
 def _max_nesting(text: bytes) -> int:
