@@ -159,15 +159,14 @@ def test_a_lost_ledger_is_rebuilt_from_the_landed_manifests(tmp_path: Path) -> N
     assert ledger.get("b1.request.json").session == B
 
 
-def test_a_corrupt_ledger_is_rebuilt_and_says_so(tmp_path: Path) -> None:
+def test_a_corrupt_ledger_is_rebuilt(tmp_path: Path) -> None:
     root = Root(tmp_path / "root")
     land(root, A, {"r1.request.json": request(A, None, "one")})
     ledger_path(root).parent.mkdir(parents=True, exist_ok=True)
     ledger_path(root).write_bytes(b'{"format":"asz.provider-ledger/1","entries":[[1,2')
     ledger = load_ledger(root)
-    assert ledger.rebuilt
+    assert ledger.rebuilt and ledger.problems == []
     assert [entry.name for entry in ledger] == ["r1.request.json"]
-    assert any("rebuilt" in problem for problem in ledger.problems)
     assert ledger.save(root)
     assert not load_ledger(root).rebuilt
 

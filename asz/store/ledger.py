@@ -21,6 +21,7 @@ from enum import StrEnum
 from pathlib import Path
 
 import orjson
+import structlog
 
 from asz.bodykeys import BodyKeys
 from asz.store.atomic import replace_file
@@ -31,6 +32,8 @@ LEDGER_NAME = "provider-ledger.json"
 FORMAT = "asz.provider-ledger/1"
 UNKNOWN_MTIME = -1
 """The modification time of an entry rebuilt from a manifest: never equal to a real one."""
+
+log = structlog.get_logger(__name__)
 
 
 class State(StrEnum):
@@ -174,9 +177,9 @@ def load_ledger(root: Root) -> Ledger:
     try:
         return decode_ledger(data)
     except ValueError as err:
-        ledger = rebuild_ledger(root)
-        ledger.problems.insert(0, f"{ledger_path(root)}: {err}; rebuilt from the landed bodies")
-        return ledger
+        # Derived data: rebuilding it loses nothing, so this is a notice, not a pass error.
+        log.warning("provider ledger rebuilt", path=str(ledger_path(root)), why=str(err))
+        return rebuild_ledger(root)
 
 
 def rebuild_ledger(root: Root) -> Ledger:

@@ -1,0 +1,430 @@
+"""The claude-code-provider adapter: every provider body landed in the session it belongs to.
+
+One pass, run after the transcripts landed so that a response only a transcript names finds
+its session in the same pass:
+
+1. ``index.jsonl``, when Claude Code writes one: its new lines land and it says which session
+   each file it names belongs to.
+2. Every file named like a body is looked at with one ``lstat``. One the ledger already judged
+   at that size and time is answered from the ledger (landed, unreadable, conflicting, too
+   large) or judged again from its stored keys (waiting, excluded). Any other is read once,
+   digested, checked to be one JSON value, and its keys read.
+3. Each body is claimed for a session (``asz.adapters.claims``), then the session filter says
+   whether the session is collected, left out, or cannot be judged yet.
+4. Each collected session's new bodies land through the store in one call, oldest first; the
+   ledger records every outcome, and is written only when it changed.
+
+Waiting and unreadable bodies never fail a pass; conflicts and errors do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from collections.abc import Container
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from asz.adapters.claims import Claimer, RequestBook
+from asz.adapters.provider_index import sync_index
+from asz.adapters.provider_source import (
+    NotReadable,
+    SourceFile,
+    TooLarge,
+    is_one_json_value,
+    list_sources,
+    read_body,
+)
+from asz.adapters.session_filter import SessionJudge, Verdict
+from asz.bodykeys import BodyKeys, is_session_id, read_keys
+from asz.config import Config
+from asz.store.bodies import BodyStore, IncomingBody, ReadBackError
+from asz.store.codec import CodecError
+from asz.store.framing import LandedFileError
+from asz.store.ledger import (
+    CONFLICTING,
+    Ledger,
+    LedgerEntry,
+    State,
+    decode_ledger,
+    ledger_path,
+    load_ledger,
+)
+from asz.store.root import Root
+from asz.store.session_facts import load_facts
+
+LAND_BYTES = 64 * 1024 * 1024
+"""Source bytes handed to the store in one call; a session with more lands in several calls,
+so memory stays bounded whatever the backlog."""
+KEEP_BYTES = 64 * 1024 * 1024
+"""Bodies read while judging that are kept for landing instead of being read a second time."""
+
+
+@dataclass(slots=True)
+class ProviderResult:
+    """What one pass did; ``sessions`` are those where anything landed."""
+
+    sessions: set[str] = field(default_factory=set)
+    bodies_landed: int = 0
+    records: int = 0
+    files: int = 0
+    source_bytes: int = 0
+    landed_bytes: int = 0
+    waiting: int = 0
+    unreadable: int = 0
+    excluded: int = 0
+    conflicts: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """A body to claim this pass, at the stat and digest it was judged with."""
+
+    name: str
+    role: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    keys: BodyKeys
+
+    @property
+    def record_id(self) -> str:
+        return self.name[: -len(".json")]
+
+    def entry(self, state: State, session: str = "") -> LedgerEntry:
+        return LedgerEntry(
+            self.name, self.size, self.mtime_ns, self.sha256, state, session, self.keys
+        )
+
+
+def collect_bodies(
+    config: Config,
+    root: Root,
+    store: BodyStore,
+    judge: SessionJudge,
+    now: float | None = None,
+) -> ProviderResult:
+    """One pass over the bodies directory; the caller holds the root's collector lock."""
+    directory = config.bodies_dir
+    listing = list_sources(directory)
+    result = ProviderResult(errors=list(listing.errors))
+    if not listing.exists:
+        return result
+    run = _Pass(config, root, store, judge, now=now, result=result)
+    run.index(directory)
+    run.look(listing.files)
+    run.claim_and_land()
+    run.ledger.save(root)
+    return result
+
+
+class _Pass:
+    def __init__(
+        self,
+        config: Config,
+        root: Root,
+        store: BodyStore,
+        judge: SessionJudge,
+        *,
+        now: float | None,
+        result: ProviderResult,
+    ) -> None:
+        self.config = config
+        self.root = root
+        self.store = store
+        self.judge = judge
+        self.result = result
+        self.directory = config.bodies_dir
+        self.budget = config.adapters.claude_code_provider.max_delta_bytes
+        self.now_ns = int((time.time() if now is None else now) * 1_000_000_000)
+        self.settle_ns = int(config.service.unreadable_after * 1_000_000_000)
+        self.ledger: Ledger = Ledger()
+        self.index_claims: dict[str, str] = {}
+        self.candidates: list[_Candidate] = []
+        self.kept: dict[str, bytes] = {}
+        self.kept_bytes = 0
+        self._has_bodies: dict[str, bool] = {}
+        self._calls: dict[str, Container[str]] = {}
+
+    # What is known about sessions, asked at most once per pass (the judge keeps its own).
+
+    def has_bodies(self, session: str) -> bool:
+        """Whether a landed entry of ``session`` is still trusted: its bodies are still there."""
+        if session not in self._has_bodies:
+            self._has_bodies[session] = is_session_id(session) and (
+                self.root.bodies_dir(session).is_dir()
+            )
+        return self._has_bodies[session]
+
+    def holds_message(self, session: str, message_id: str) -> bool:
+        if session not in self._calls:
+            self._calls[session] = load_facts(self.root, session).calls
+        return message_id in self._calls[session]
+
+    # The steps of a pass.
+
+    def index(self, directory: Path) -> None:
+        found = sync_index(
+            directory, self.root, self.judge.judge, self.budget, self.config.compression
+        )
+        self.index_claims = found.claims
+        result = self.result
+        result.sessions |= found.sessions
+        result.records += found.lines_landed
+        result.files += found.files
+        result.source_bytes += found.source_bytes
+        result.landed_bytes += found.landed_bytes
+        result.conflicts += found.conflicts
+        result.errors += found.errors
+
+    def look(self, files: list[SourceFile]) -> None:
+        """Answers each file from the ledger where its stat allows, else reads it."""
+        self.ledger = load_ledger(self.root)
+        self.result.errors += self.ledger.problems
+        for source in files:
+            entry = self.ledger.get(source.name)
+            unchanged = entry is not None and entry.same_stat(source.size, source.mtime_ns)
+            if not (unchanged and self._answer(entry)):
+                self._read(source, entry)
+        self._prune({source.name for source in files})
+
+    def _answer(self, entry: LedgerEntry) -> bool:
+        """Counts an unchanged file from its entry; False when it must be read again."""
+        state = entry.state
+        if state is State.LANDED:
+            return self.has_bodies(entry.session)
+        if state in CONFLICTING:
+            self._conflict(entry)
+        elif state is State.UNREADABLE:
+            self.result.unreadable += 1
+        elif state in (State.WAITING, State.EXCLUDED):
+            self.candidates.append(
+                _Candidate(
+                    entry.name, entry.role, entry.size, entry.mtime_ns, entry.sha256, entry.keys
+                )
+            )
+        return True
+
+    def _read(self, source: SourceFile, entry: LedgerEntry | None) -> None:
+        try:
+            read = read_body(self.directory, source.name)
+        except TooLarge as err:
+            if entry is None or entry.state is not State.TOO_LARGE:
+                self.result.errors.append(f"{source.name} {err}; it is not read")
+            self.ledger.put(LedgerEntry(source.name, err.size, err.mtime_ns, "", State.TOO_LARGE))
+            return
+        except NotReadable as err:
+            if err.kind == "changing":
+                self.result.waiting += 1
+            elif err.kind == "failed":
+                self.result.errors.append(f"{source.name} {err.why}")
+            return
+        data, mtime_ns = read.data, read.mtime_ns
+        sha256 = hashlib.sha256(data).hexdigest()
+        if entry is not None and self._judged_before(entry, len(data), mtime_ns, sha256):
+            return
+        if not is_one_json_value(data):
+            if self.now_ns - mtime_ns < self.settle_ns:
+                # Probably still being written: left alone, and looked at again next pass.
+                self.ledger.drop(source.name)
+                self.result.waiting += 1
+            else:
+                self.ledger.put(
+                    LedgerEntry(source.name, len(data), mtime_ns, sha256, State.UNREADABLE)
+                )
+                self.result.unreadable += 1
+            return
+        keys = read_keys(source.role, source.stem, data)
+        self.candidates.append(
+            _Candidate(source.name, source.role, len(data), mtime_ns, sha256, keys)
+        )
+        if self.kept_bytes + len(data) <= KEEP_BYTES:
+            self.kept[source.name] = data
+            self.kept_bytes += len(data)
+
+    def _judged_before(self, entry: LedgerEntry, size: int, mtime_ns: int, sha256: str) -> bool:
+        """Settles a re-read file whose entry already decides it: a landed file (back to its
+        landed bytes, or changed after landing) or one still conflicting with the same bytes."""
+        landed = entry.state in (State.LANDED, State.CHANGED) and self.has_bodies(entry.session)
+        conflicting = entry.state is State.CONFLICT and entry.sha256 == sha256
+        if not (landed or conflicting):
+            return False
+        state = entry.state
+        if landed:
+            state = State.LANDED if sha256 == entry.sha256 else State.CHANGED
+        updated = replace(entry, size=size, mtime_ns=mtime_ns, state=state)
+        self.ledger.put(updated)
+        if state in CONFLICTING:
+            self._conflict(updated)
+        return True
+
+    def _conflict(self, entry: LedgerEntry) -> None:
+        if entry.state is State.CHANGED:
+            why = (
+                f"changed after it landed in session {entry.session}; nothing more lands from "
+                "it until its landed bytes are back"
+            )
+        else:
+            why = f"session {entry.session} already holds this body with other bytes"
+        self.result.conflicts.append(f"{entry.name}: {why}")
+
+    def _prune(self, present: set[str]) -> None:
+        """Forgets files that are gone, except what is still landed: a landed request keeps
+        naming the call before it, and a changed file that is gone leaves its landed bytes."""
+        for entry in self.ledger:
+            if entry.name in present:
+                continue
+            if entry.state in (State.LANDED, State.CHANGED) and self.has_bodies(entry.session):
+                self.ledger.put(replace(entry, state=State.LANDED))
+            else:
+                self.ledger.drop(entry.name)
+
+    def claim_and_land(self) -> None:
+        if not self.candidates:
+            return
+        claimer = Claimer(self._request_book(), self.index_claims, self.holds_message)
+        batches: dict[str, list[_Candidate]] = {}
+        result = self.result
+        for candidate in self.candidates:
+            claim = claimer.claim(
+                candidate.name, candidate.role, candidate.keys, candidate.mtime_ns
+            )
+            if claim.session is None:
+                self.ledger.put(candidate.entry(State.WAITING))
+                result.waiting += 1
+                continue
+            verdict = self.judge.judge(claim.session)
+            if verdict is Verdict.COLLECT:
+                batches.setdefault(claim.session, []).append(candidate)
+            elif verdict is Verdict.EXCLUDE:
+                self.ledger.put(candidate.entry(State.EXCLUDED, claim.session))
+                result.excluded += 1
+            else:
+                self.ledger.put(candidate.entry(State.WAITING, claim.session))
+                result.waiting += 1
+        for session in sorted(batches):
+            self._land(session, sorted(batches[session], key=lambda c: (c.mtime_ns, c.name)))
+
+    def _request_book(self) -> RequestBook:
+        """Every request known: landed or judged before (from the ledger), or read this pass."""
+        book = RequestBook()
+        judged_now = {candidate.name: candidate for candidate in self.candidates}
+        for entry in self.ledger:
+            if entry.role == "request" and entry.name not in judged_now:
+                book.add(entry.keys.session, entry.keys.prev_request, entry.mtime_ns)
+        for candidate in judged_now.values():
+            if candidate.role == "request":
+                book.add(candidate.keys.session, candidate.keys.prev_request, candidate.mtime_ns)
+        return book
+
+    def _land(self, session: str, candidates: list[_Candidate]) -> None:
+        """Lands a session's bodies oldest first, at most ``LAND_BYTES`` of them per call."""
+        chunk: list[_Candidate] = []
+        size = 0
+        for candidate in candidates:
+            if chunk and size + candidate.size > LAND_BYTES:
+                self._land_chunk(session, chunk)
+                chunk, size = [], 0
+            chunk.append(candidate)
+            size += candidate.size
+        self._land_chunk(session, chunk)
+
+    def _land_chunk(self, session: str, chunk: list[_Candidate]) -> None:
+        incoming: list[IncomingBody] = []
+        by_id: dict[str, _Candidate] = {}
+        for candidate in chunk:
+            body = self._body(candidate)
+            if body is None:
+                continue
+            by_id[candidate.record_id] = candidate
+            incoming.append(
+                IncomingBody(
+                    candidate.record_id,
+                    candidate.role,
+                    candidate.name,
+                    body,
+                    candidate.keys,
+                    candidate.mtime_ns,
+                )
+            )
+        if not incoming:
+            return
+        result = self.result
+        try:
+            outcome = self.store.land(session, incoming, self.budget)
+        except (OSError, CodecError, ReadBackError, LandedFileError) as err:
+            result.errors.append(f"session {session}: {len(incoming)} bodies not landed: {err}")
+            return
+        for record_id in (*outcome.landed, *outcome.repeats):
+            self.ledger.put(by_id[record_id].entry(State.LANDED, session))
+        for record_id, why in outcome.conflicts:
+            entry = by_id[record_id].entry(State.CONFLICT, session)
+            self.ledger.put(entry)
+            result.conflicts.append(f"{entry.name}: {why}")
+        result.errors += [error for error in outcome.errors if error not in result.errors]
+        result.bodies_landed += len(outcome.landed)
+        result.records += outcome.records
+        result.files += len(outcome.files)
+        result.source_bytes += outcome.source_bytes
+        result.landed_bytes += outcome.landed_bytes
+        if outcome.landed:
+            result.sessions.add(session)
+            self._has_bodies[session] = True
+
+    def _body(self, candidate: _Candidate) -> bytes | None:
+        """The candidate's bytes, as judged: kept from the first read, or read again and
+        checked against its digest (a file that changed meanwhile is judged again next pass)."""
+        kept = self.kept.pop(candidate.name, None)
+        if kept is not None:
+            return kept
+        try:
+            body = read_body(self.directory, candidate.name).data
+        except (NotReadable, TooLarge):
+            body = None
+        if body is None or hashlib.sha256(body).hexdigest() != candidate.sha256:
+            self.ledger.drop(candidate.name)
+            self.result.waiting += 1
+            return None
+        return body
+
+
+def describe_sources(config: Config) -> dict:
+    """What the bodies directory holds, for ``asz sources``: how many requests and responses,
+    and the sessions the requests name (as written). Reads the ledger, never writes it."""
+    directory = config.bodies_dir
+    listing = list_sources(directory)
+    ledger = _read_only_ledger(Root(config.root))
+    sessions: Counter[str] = Counter()
+    roles: Counter[str] = Counter()
+    for source in listing.files:
+        roles[source.role] += 1
+        if source.role == "request":
+            session = _named_session(directory, source, ledger.get(source.name))
+            if session:
+                sessions[session] += 1
+    return {
+        "dir": str(directory),
+        "exists": listing.exists,
+        "requests": roles["request"],
+        "responses": roles["response"],
+        "sessions": dict(sorted(sessions.items())),
+    }
+
+
+def _read_only_ledger(root: Root) -> Ledger:
+    try:
+        return decode_ledger(ledger_path(root).read_bytes())
+    except (OSError, ValueError):
+        return Ledger()
+
+
+def _named_session(directory: Path, source: SourceFile, entry: LedgerEntry | None) -> str | None:
+    if entry is not None and entry.same_stat(source.size, source.mtime_ns) and entry.sha256:
+        return entry.keys.session
+    try:
+        data = read_body(directory, source.name).data
+    except (NotReadable, TooLarge):
+        return None
+    return read_keys(source.role, source.stem, data).session

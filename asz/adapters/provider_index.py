@@ -1,0 +1,387 @@
+"""``index.jsonl``: Claude Code's own record of which body files belong to which session.
+
+From 2.1.274, Claude Code appends one line per successful response to ``index.jsonl`` in the
+bodies directory, naming the session, the request and message ids and the two files. It is
+the only record that ties a title or compaction response, which no transcript names, to its
+session. So its lines are claims for the files they name, and they are kept as well: each
+session's new complete lines land append-only, byte for byte and field for field, in
+``<root>/<session>/provider_index/``, one record per line.
+
+A torn last line is Claude Code still writing it and waits. A line of a session the filter
+excludes or cannot judge yet is held by its offset and lands when the filter lets it. The
+state under ``_state`` is derived: when it is lost, or a session whose lines landed was
+removed, the file is read again from the start, and in each session the lines its landed files
+already hold (up to the highest offset landed) are skipped, so nothing lands twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+import structlog
+
+from asz import __version__
+from asz.adapters.provider_source import NotReadable, open_regular, parse_body_name
+from asz.adapters.session_filter import Verdict
+from asz.bodykeys import is_session_id
+from asz.store.atomic import publish_new, replace_file
+from asz.store.framing import LandedFileError, encode_file, read_file
+from asz.store.root import Root
+
+INDEX_NAME = "index.jsonl"
+PROVIDER_INDEX = "provider_index"
+STATE_NAME = "provider-index.json"
+STATE_FORMAT = "asz.provider-index/1"
+TAIL_BYTES = 4096
+"""Bytes before the read offset whose digest proves the file was only appended to."""
+READ_LIMIT = 64 * 1024 * 1024
+"""New bytes read in one pass; the rest waits for the next."""
+_RECORD_OVERHEAD = 96
+_FILE_OVERHEAD = 512
+
+log = structlog.get_logger(__name__)
+
+JudgeSession = Callable[[str], Verdict]
+
+
+@dataclass(slots=True)
+class IndexState:
+    """How far the file was read, what is held back, and what its lines claim."""
+
+    offset: int = 0
+    tail_sha256: str = ""
+    held: dict[str, list[tuple[int, int, str]]] = field(default_factory=dict)
+    landed: set[str] = field(default_factory=set)
+    claims: dict[str, str] = field(default_factory=dict)
+
+    def encode(self) -> bytes:
+        return orjson.dumps(
+            {
+                "format": STATE_FORMAT,
+                "offset": self.offset,
+                "tail_sha256": self.tail_sha256,
+                "held": {
+                    session: [list(line) for line in lines] for session, lines in self.held.items()
+                },
+                "landed": sorted(self.landed),
+                "claims": self.claims,
+            }
+        )
+
+    def claim(self, name: str, session: str) -> None:
+        """Records that a line names ``name`` under ``session``; two sessions cancel out."""
+        known = self.claims.get(name)
+        if known is None:
+            self.claims[name] = session
+        elif known != session:
+            self.claims[name] = ""
+
+
+def decode_state(data: bytes) -> IndexState:
+    """Parses the saved state; raises ValueError when it is not one this version wrote."""
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as err:
+        raise ValueError(f"not JSON: {err}") from None
+    if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:
+        raise ValueError("not in this version's format")
+    offset, tail = doc.get("offset"), doc.get("tail_sha256")
+    held, landed, claims = doc.get("held"), doc.get("landed"), doc.get("claims")
+    if not (
+        isinstance(offset, int)
+        and offset >= 0
+        and isinstance(tail, str)
+        and isinstance(held, dict)
+        and isinstance(landed, list)
+        and all(isinstance(session, str) for session in landed)
+        and isinstance(claims, dict)
+        and all(isinstance(session, str) for session in claims.values())
+    ):
+        raise ValueError("a field has the wrong type")
+    state = IndexState(offset, tail, {}, set(landed), claims)
+    for session, lines in held.items():
+        if not isinstance(lines, list):
+            raise ValueError("a held list has the wrong type")
+        state.held[session] = [_held_line(line) for line in lines]
+    return state
+
+
+def _held_line(line: object) -> tuple[int, int, str]:
+    if (
+        isinstance(line, list)
+        and len(line) == 3
+        and isinstance(line[0], int)
+        and isinstance(line[1], int)
+        and isinstance(line[2], str)
+    ):
+        return line[0], line[1], line[2]
+    raise ValueError("a held line has the wrong type")
+
+
+@dataclass(slots=True)
+class IndexPass:
+    """What one pass did with ``index.jsonl``; ``claims`` maps body file names to sessions."""
+
+    claims: dict[str, str] = field(default_factory=dict)
+    sessions: set[str] = field(default_factory=set)
+    lines_landed: int = 0
+    files: int = 0
+    source_bytes: int = 0
+    landed_bytes: int = 0
+    conflicts: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexLine:
+    offset: int
+    data: bytes
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+
+def state_path(root: Root) -> Path:
+    return root.state_dir / STATE_NAME
+
+
+def sync_index(
+    directory: Path, root: Root, judge: JudgeSession, budget: int, compression: str
+) -> IndexPass:
+    """Reads the new complete lines of ``index.jsonl``, lands them and returns every claim."""
+    result = IndexPass()
+    path = state_path(root)
+    state, saved = _load_state(path)
+    if any(not _index_dir(root, session).is_dir() for session in state.landed):
+        # A session whose lines landed was removed: read from the start so they land again.
+        state = IndexState(claims=state.claims)
+    by_session = _read_new_lines(directory / INDEX_NAME, state, result)
+    lander = _Lander(root, budget, compression, result)
+    for session in sorted(set(by_session) | set(state.held)):
+        new = by_session.get(session, [])
+        if judge(session) is not Verdict.COLLECT:
+            state.held.setdefault(session, []).extend(_held(new))
+            continue
+        lines = _reread(directory / INDEX_NAME, state.held.pop(session, []), result) + new
+        if lander.land(session, lines):
+            state.landed.add(session)
+        else:
+            state.held[session] = _held(lines)
+    result.claims = state.claims
+    encoded = state.encode()
+    if encoded != saved:
+        replace_file(path, encoded)
+    return result
+
+
+def _held(lines: list[IndexLine]) -> list[tuple[int, int, str]]:
+    return [(line.offset, len(line.data), line.digest[:16]) for line in lines]
+
+
+def _load_state(path: Path) -> tuple[IndexState, bytes]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return IndexState(), b""
+    try:
+        return decode_state(data), data
+    except ValueError as err:
+        log.warning("index state rebuilt", path=str(path), why=str(err))
+        return IndexState(), b""
+
+
+def _index_dir(root: Root, session: str) -> Path:
+    return root.session_dir(session) / PROVIDER_INDEX
+
+
+def _read_new_lines(path: Path, state: IndexState, result: IndexPass) -> dict[str, list[IndexLine]]:
+    """New complete lines by session; claims recorded, unusable lines reported once."""
+    try:
+        fd, info = open_regular(path)
+    except NotReadable as err:
+        if err.kind != "gone":
+            result.errors.append(f"{path}: {err.why}")
+        return {}
+    with os.fdopen(fd, "rb") as handle:
+        if info.st_size == state.offset:
+            return {}
+        if info.st_size < state.offset:
+            result.conflicts.append(
+                f"{path}: shorter than the {state.offset} bytes already read "
+                "(truncated or replaced); nothing more is read from it"
+            )
+            return {}
+        start = max(0, state.offset - TAIL_BYTES)
+        tail = os.pread(handle.fileno(), state.offset - start, start)
+        if state.offset and hashlib.sha256(tail).hexdigest() != state.tail_sha256:
+            result.conflicts.append(
+                f"{path}: rewritten behind the {state.offset} bytes already read; "
+                "nothing more is read from it"
+            )
+            return {}
+        chunk = _complete_lines(handle.fileno(), state.offset, info.st_size)
+    by_session: dict[str, list[IndexLine]] = {}
+    for line in _split(chunk, state.offset):
+        session = _line_session(line, state)
+        if session is None:
+            result.errors.append(
+                f"{path}: the line at byte {line.offset} names no session id in Claude Code's "
+                "form; it is not landed"
+            )
+        else:
+            by_session.setdefault(session, []).append(line)
+    state.offset += len(chunk)
+    read = tail + chunk
+    state.tail_sha256 = hashlib.sha256(
+        read[len(read) - min(TAIL_BYTES, state.offset) :]
+    ).hexdigest()
+    return by_session
+
+
+def _complete_lines(fd: int, offset: int, size: int) -> bytes:
+    """The bytes from ``offset`` up to the last newline within the read limit (or beyond it,
+    when a single line is longer); a torn last line is left for a later pass."""
+    chunk = os.pread(fd, min(size - offset, READ_LIMIT), offset)
+    end = chunk.rfind(b"\n")
+    if end < 0 and len(chunk) == READ_LIMIT:
+        chunk = os.pread(fd, size - offset, offset)
+        end = chunk.rfind(b"\n")
+    return chunk[: end + 1]
+
+
+def _split(chunk: bytes, base: int) -> Iterator[IndexLine]:
+    position = 0
+    while position < len(chunk):
+        end = chunk.index(b"\n", position)
+        if chunk[position:end].strip():
+            yield IndexLine(base + position, chunk[position:end])
+        position = end + 1
+
+
+def _line_session(line: IndexLine, state: IndexState) -> str | None:
+    """The session a line names (recording its claims), or None when it names none."""
+    value = _parse(line.data)
+    if not isinstance(value, dict):
+        return None
+    session = value.get("session_id")
+    if not isinstance(session, str) or not is_session_id(session):
+        return None
+    for key in ("request_file", "response_file"):
+        named = value.get(key)
+        if isinstance(named, str):
+            name = named.replace("\\", "/").rsplit("/", 1)[-1]
+            if parse_body_name(name) is not None:
+                state.claim(name, session)
+    return session
+
+
+def _parse(data: bytes) -> object:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return orjson.loads(data.decode("utf-8", errors="replace"))
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _reread(path: Path, held: list[tuple[int, int, str]], result: IndexPass) -> list[IndexLine]:
+    if not held:
+        return []
+    try:
+        fd, _info = open_regular(path)
+    except NotReadable as err:
+        result.errors.append(f"{path}: held lines cannot be read again: {err.why}")
+        return []
+    lines = []
+    with os.fdopen(fd, "rb") as handle:
+        for offset, length, digest in held:
+            line = IndexLine(offset, os.pread(handle.fileno(), length, offset))
+            if line.digest[:16] == digest:
+                lines.append(line)
+            else:
+                result.errors.append(f"{path}: the held line at byte {offset} changed; dropped")
+    return lines
+
+
+class _Lander:
+    """Lands a session's lines append-only: those above the highest offset it holds, in files
+    within the budget, each read back before it is published."""
+
+    def __init__(self, root: Root, budget: int, compression: str, result: IndexPass) -> None:
+        self.root = root
+        self.budget = budget
+        self.compression = compression
+        self.result = result
+
+    def land(self, session: str, lines: list[IndexLine]) -> bool:
+        """False (and the failure named) when the lines could not all land."""
+        try:
+            directory = _index_dir(self.root, session)
+            highest = self._highest_landed_offset(directory)
+            batch: list[IndexLine] = []
+            size = _FILE_OVERHEAD
+            for line in sorted(lines, key=lambda line: line.offset):
+                if line.offset <= highest:
+                    continue
+                cost = len(line.data) + _RECORD_OVERHEAD
+                if batch and size + cost > self.budget:
+                    self._publish(session, directory, batch)
+                    batch, size = [], _FILE_OVERHEAD
+                batch.append(line)
+                size += cost
+            if batch:
+                self._publish(session, directory, batch)
+        except (OSError, LandedFileError) as err:
+            self.result.errors.append(f"session {session}: index lines not landed: {err}")
+            return False
+        return True
+
+    def _highest_landed_offset(self, directory: Path) -> int:
+        """The offset of the last line the session holds (-1 when none); lines land in
+        order, so it is in the newest file that reads."""
+        for landed in reversed(self.root.landed(directory)):
+            try:
+                records = read_file(landed.path).records
+            except LandedFileError as err:
+                self.result.errors.append(f"damaged landed file skipped: {err}")
+                continue
+            offsets = [record.meta.get("off") for record in records]
+            return max((off for off in offsets if isinstance(off, int)), default=-1)
+        return -1
+
+    def _publish(self, session: str, directory: Path, batch: list[IndexLine]) -> None:
+        seq = self.root.next_seq(session)
+        header = {
+            "kind": PROVIDER_INDEX,
+            "session": session,
+            "seq": seq,
+            "at": datetime.now(UTC).isoformat(timespec="microseconds"),
+            "writer": f"asz/{__version__}",
+            "src": INDEX_NAME,
+        }
+        records = [({"off": line.offset, "sha256": line.digest}, line.data) for line in batch]
+        data = encode_file(header, records, self.compression)
+        path = directory / Root.landed_name(PROVIDER_INDEX, seq)
+        publish_new(path, data, check=lambda temp: _check_read_back(temp, records))
+        self.root.remember_seq(session, seq)
+        result = self.result
+        result.sessions.add(session)
+        result.files += 1
+        result.lines_landed += len(batch)
+        result.source_bytes += sum(len(line.data) + 1 for line in batch)
+        result.landed_bytes += len(data)
+
+
+def _check_read_back(temp: Path, records: list[tuple[dict, bytes]]) -> None:
+    landed = read_file(temp)
+    if [(record.meta, record.payload) for record in landed.records] != records:
+        raise LandedFileError(temp, "did not read back as the index lines written")

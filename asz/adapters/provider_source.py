@@ -1,0 +1,250 @@
+"""The flat directory Claude Code writes provider bodies into: listing, reading, settling.
+
+Claude Code writes each body with one asynchronous write, without a temporary name, and never
+deletes one; every session shares the directory, and so does anything a user leaves there. So
+only names of the body form are looked at, nothing but a regular file is ever opened (a symlink
+could point anywhere, a FIFO would block the pass), a body is refused by its size before it is
+read whole, and a body that is not one JSON value yet is left for later: it may still be being
+written.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from asz.store.codec import MAX_BODY
+
+BODY_NAME = re.compile(r"^([A-Za-z0-9_-]+)\.(request|response)\.json$")
+MAX_BODY_BYTES = MAX_BODY
+"""Largest body read (the largest the store lands); a larger one is refused by its size alone."""
+
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A file named like a body, as one stat saw it."""
+
+    name: str
+    stem: str
+    role: str
+    size: int
+    mtime_ns: int
+
+    @property
+    def record_id(self) -> str:
+        """The name the body lands under: its file name less ``.json``."""
+        return self.name[: -len(".json")]
+
+
+@dataclass(slots=True)
+class Listing:
+    exists: bool
+    files: list[SourceFile] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def parse_body_name(name: str) -> tuple[str, str] | None:
+    """``(stem, role)`` of a body's file name, or None for any other name."""
+    match = BODY_NAME.match(name)
+    return (match.group(1), match.group(2)) if match else None
+
+
+def list_sources(directory: Path) -> Listing:
+    """Every regular file named like a body, with one ``lstat`` each and nothing opened.
+
+    A file that vanishes while listed is simply not there; any other failure is named, since a
+    pass that skipped a file must not look complete.
+    """
+    try:
+        scanner = os.scandir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return Listing(exists=False)
+    listing = Listing(exists=True)
+    with scanner:
+        for entry in scanner:
+            parsed = parse_body_name(entry.name)
+            if parsed is None:
+                continue
+            try:
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                info = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            except OSError as err:
+                listing.errors.append(f"{entry.name}: cannot be looked at: {err.strerror}")
+                continue
+            stem, role = parsed
+            listing.files.append(SourceFile(entry.name, stem, role, info.st_size, info.st_mtime_ns))
+    return listing
+
+
+class NotReadable(Exception):
+    """The file could not be read as a body this time; ``why`` says what happened.
+
+    ``kind`` tells the caller what to make of it: ``gone`` (deleted since it was listed),
+    ``not_regular`` (something other than a regular file was swapped in), ``changing`` (it
+    changed size while read, so it is still being written) or ``failed`` (any other error).
+    """
+
+    def __init__(self, why: str, kind: str) -> None:
+        super().__init__(why)
+        self.why = why
+        self.kind = kind
+
+
+class TooLarge(Exception):
+    """The file is larger than a body may be."""
+
+    def __init__(self, size: int, mtime_ns: int) -> None:
+        super().__init__(f"is {size} bytes, more than the {MAX_BODY_BYTES} a body may be")
+        self.size = size
+        self.mtime_ns = mtime_ns
+
+
+@dataclass(frozen=True, slots=True)
+class BodyRead:
+    data: bytes
+    mtime_ns: int
+
+
+def open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """An open descriptor of ``path`` and its ``fstat``, only if it is a regular file.
+
+    Opened without following a symlink and without blocking on a FIFO; the ``fstat`` then
+    proves what was opened, whatever was swapped in after the directory was listed.
+    Raises NotReadable.
+    """
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        raise NotReadable("is gone", "gone") from None
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise NotReadable("is a symbolic link", "not_regular") from None
+        raise NotReadable(f"cannot be opened: {err.strerror}", "failed") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise NotReadable("is not a regular file", "not_regular")
+    return fd, info
+
+
+def read_body(directory: Path, name: str, limit: int = MAX_BODY_BYTES) -> BodyRead:
+    """The whole file, refused by size before reading and only if it is a regular file.
+
+    Raises NotReadable when the file is gone, is no regular file, or changed size while it was
+    read (Claude Code was still writing it), and TooLarge when it exceeds ``limit``.
+    """
+    fd, info = open_regular(directory / name)
+    with os.fdopen(fd, "rb") as handle:
+        if info.st_size > limit:
+            raise TooLarge(info.st_size, info.st_mtime_ns)
+        data = handle.read(info.st_size + 1)
+    if len(data) != info.st_size:
+        raise NotReadable("changed size while it was read", "changing")
+    return BodyRead(data, info.st_mtime_ns)
+
+
+def is_one_json_value(body: bytes) -> bool:
+    """Whether ``body`` is exactly one JSON value, invalid UTF-8 inside strings tolerated.
+
+    A half-written body is what this tells apart, so validity is judged on the grammar alone:
+    invalid bytes can only be valid inside a string, and replacing them keeps a string a
+    string. orjson answers the common case; the grammar walk answers what orjson refuses
+    (invalid UTF-8, numbers beyond a double, lone surrogate escapes, deep nesting).
+    """
+    try:
+        orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return _grammar_holds(body.decode("utf-8", errors="replace"))
+    return True
+
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+_LITERAL = re.compile(r"true|false|null")
+_scan_string = json.decoder.scanstring  # type: ignore[attr-defined]
+
+
+def _grammar_holds(text: str) -> bool:
+    """An iterative check of JSON's grammar: no recursion, so no nesting limit."""
+    pos = _WHITESPACE.match(text).end()
+    stack: list[str] = []
+    expect_value = True
+    while True:
+        if expect_value:
+            pos, opened = _value(text, pos)
+            if pos < 0:
+                return False
+            if opened:
+                stack.append(opened)
+                pos = _WHITESPACE.match(text, pos).end()
+                closer = "}" if opened == "{" else "]"
+                if text.startswith(closer, pos):
+                    stack.pop()
+                    pos += 1
+                elif opened == "{":
+                    pos = _key(text, pos)
+                    if pos < 0:
+                        return False
+                    continue
+                else:
+                    continue
+        pos = _WHITESPACE.match(text, pos).end()
+        if not stack:
+            return pos == len(text)
+        char = text[pos : pos + 1]
+        if char == ",":
+            pos = _WHITESPACE.match(text, pos + 1).end()
+            if stack[-1] == "{":
+                pos = _key(text, pos)
+                if pos < 0:
+                    return False
+            expect_value = True
+        elif char == ("}" if stack[-1] == "{" else "]"):
+            stack.pop()
+            pos += 1
+            expect_value = False
+        else:
+            return False
+
+
+def _value(text: str, pos: int) -> tuple[int, str]:
+    """Skips a scalar value (or the opening of a container); -1 when none is there."""
+    char = text[pos : pos + 1]
+    if char in ("{", "["):
+        return pos + 1, char
+    if char == '"':
+        return _string_end(text, pos), ""
+    match = _NUMBER.match(text, pos) or _LITERAL.match(text, pos)
+    return (match.end(), "") if match else (-1, "")
+
+
+def _key(text: str, pos: int) -> int:
+    """Skips ``"key" :`` and the whitespace after it; -1 when that is not there."""
+    if text[pos : pos + 1] != '"':
+        return -1
+    pos = _string_end(text, pos)
+    if pos < 0:
+        return -1
+    pos = _WHITESPACE.match(text, pos).end()
+    if text[pos : pos + 1] != ":":
+        return -1
+    return _WHITESPACE.match(text, pos + 1).end()
+
+
+def _string_end(text: str, pos: int) -> int:
+    try:
+        return _scan_string(text, pos + 1, True)[1]
+    except ValueError:
+        return -1

@@ -1,0 +1,680 @@
+"""The claude-code-provider adapter end to end: real files in, landed bodies that rebuild out.
+
+Each test writes body files with chosen modification times into a Claude Code directory,
+writes the transcripts the session filter needs, runs the transcript adapter and then the
+provider adapter (as a pass does), and checks the counts and the landed bodies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from asz.adapters.claude_code_local import collect_transcripts
+from asz.adapters.claude_code_provider import (
+    ProviderResult,
+    collect_bodies,
+    describe_sources,
+)
+from asz.adapters.provider_index import PROVIDER_INDEX
+from asz.adapters.provider_source import is_one_json_value, list_sources
+from asz.adapters.session_filter import SessionJudge
+from asz.config import AdapterConfig, Adapters, Config, SessionFilter
+from asz.store.bodies import BodyStore
+from asz.store.framing import read_file
+from asz.store.ledger import ledger_path
+from asz.store.reader import SessionReader
+from asz.store.root import Root
+
+A = "11111111-2222-4333-8444-555555555555"
+B = "66666666-7777-4888-8999-aaaaaaaaaaaa"
+BASE = 1_750_000_000.0
+NOW = BASE + 3600
+HOUR = 3600.0
+
+
+def request(
+    session: str, prev: str | None = None, text: str = "hello", prompt: str = "p1"
+) -> bytes:
+    """A request shaped like Claude Code's: billing block, tools, session in metadata.user_id."""
+    billing = "x-anthropic-billing-header: cc_version=2.1.260; cch=00000;"
+    if prev:
+        billing += f" cc_prev_req={prev};"
+    if prompt:
+        billing += f" cc_prompt_id={prompt};"
+    user_id = orjson.dumps({"device_id": "d" * 64, "account_uuid": "", "session_id": session})
+    return orjson.dumps(
+        {
+            "model": "claude-test",
+            "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}],
+            "system": [
+                {"type": "text", "text": billing},
+                {"type": "text", "text": "You are Claude Code. " + "Be careful. " * 200},
+            ],
+            "tools": [
+                {"name": "Read", "description": "Reads a file. " * 120, "input_schema": {}},
+                {"name": "Grep", "description": "Searches files. " * 120, "input_schema": {}},
+            ],
+            "metadata": {"user_id": user_id.decode()},
+            "max_tokens": 32000,
+        }
+    )
+
+
+def response(message_id: str, text: str = "done") -> bytes:
+    return orjson.dumps(
+        {
+            "id": message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+        }
+    )
+
+
+@dataclass
+class Env:
+    """A Claude Code directory, a storage root and the store, as one pass sees them."""
+
+    tmp: Path
+    config: Config
+    store: BodyStore
+
+    @property
+    def root(self) -> Root:
+        return self.store.root
+
+    @property
+    def bodies(self) -> Path:
+        return self.config.bodies_dir
+
+    def write(self, name: str, data: bytes, at: float = BASE) -> Path:
+        path = self.bodies / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        os.utime(path, ns=(int(at * 1e9), int(at * 1e9)))
+        return path
+
+    def transcript(
+        self, session: str, message_ids: tuple[str, ...] = (), project: str = "-home-u-proj"
+    ) -> None:
+        """A main transcript for ``session`` under ``project``, recording these calls."""
+        cwd = "/" + project.strip("-").replace("-", "/")
+        lines = [
+            {
+                "type": "user",
+                "sessionId": session,
+                "uuid": f"{session}-u",
+                "parentUuid": None,
+                "cwd": cwd,
+                "message": {"role": "user", "content": "hi"},
+            }
+        ]
+        for number, message_id in enumerate(message_ids):
+            lines.append(
+                {
+                    "type": "assistant",
+                    "sessionId": session,
+                    "uuid": f"{session}-a{number}",
+                    "parentUuid": f"{session}-u",
+                    "cwd": cwd,
+                    "message": {"id": message_id, "role": "assistant", "model": "claude-test"},
+                }
+            )
+        path = self.config.projects_dir / project / f"{session}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+
+    def run(self, now: float = NOW, config: Config | None = None) -> ProviderResult:
+        """A pass: transcripts first, then bodies, under a fresh judge."""
+        config = config or self.config
+        local = collect_transcripts(config, self.root)
+        assert local.errors == [] and local.conflicts == []
+        return collect_bodies(config, self.root, self.store, SessionJudge(config, self.root), now)
+
+    def body(self, session: str, record_id: str) -> bytes:
+        return SessionReader(self.root, session).body(record_id)
+
+    def landed_files(self, session: str) -> list[Path]:
+        return [item.path for item in self.root.landed(self.root.bodies_dir(session))]
+
+
+def make_env(tmp_path: Path, **adapter: int) -> Env:
+    config = Config(
+        root=tmp_path / "root",
+        claude_dir=tmp_path / "claude",
+        adapters=Adapters(claude_code_provider=AdapterConfig(**adapter)),
+    )
+    config.bodies_dir.mkdir(parents=True)
+    return Env(tmp_path, config, BodyStore(Root(config.root), config.compression))
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Env:
+    return make_env(tmp_path)
+
+
+def complete(result: ProviderResult) -> bool:
+    return not result.conflicts and not result.errors
+
+
+def test_bodies_land_in_their_sessions_and_rebuild_exactly(env: Env) -> None:
+    files = {
+        "r1.request.json": (request(A, text="one"), BASE + 1),
+        "req_a1.response.json": (response("msg_a1"), BASE + 2),
+        "r2.request.json": (request(A, prev="req_a1", text="two"), BASE + 3),
+        "b1.request.json": (request(B, text="bee"), BASE + 4),
+        "req_title.response.json": (response("msg_title"), BASE + 5),
+    }
+    for name, (data, at) in files.items():
+        env.write(name, data, at)
+    env.transcript(A)
+    env.transcript(B, project="-home-u-other")
+    first = env.run()
+    assert (first.bodies_landed, first.waiting, first.unreadable, first.excluded) == (4, 1, 0, 0)
+    assert complete(first)
+    assert first.sessions == {A, B}
+    assert first.files == 2 and first.records == 4
+    assert first.source_bytes == sum(
+        len(data) for name, (data, _) in files.items() if "title" not in name
+    )
+    for name, session in [
+        ("r1.request.json", A),
+        ("req_a1.response.json", A),
+        ("r2.request.json", A),
+        ("b1.request.json", B),
+    ]:
+        assert env.body(session, name[: -len(".json")]) == files[name][0]
+    second = env.run()
+    assert (second.bodies_landed, second.waiting, second.files) == (0, 1, 0)
+    assert complete(second) and second.sessions == set()
+
+
+def test_a_response_no_later_request_names_is_claimed_by_its_transcript(env: Env) -> None:
+    env.write("r1.request.json", request(A), BASE)
+    env.write("req_last.response.json", response("msg_last"), BASE + 10)
+    env.transcript(A)
+    first = env.run()
+    assert (first.bodies_landed, first.waiting) == (1, 1)
+    env.transcript(A, message_ids=("msg_last",))
+    second = env.run()
+    assert (second.bodies_landed, second.waiting) == (1, 0)
+    assert env.body(A, "req_last.response") == response("msg_last")
+
+
+def test_a_uuid_named_response_is_claimed_by_its_message_id(env: Env) -> None:
+    name = "0a1b2c3d-aaaa-4bbb-8ccc-0123456789ab.response.json"
+    env.write("r1.request.json", request(A), BASE)
+    env.write(name, response("msg_u"), BASE + 30)
+    env.transcript(A, message_ids=("msg_u",))
+    result = env.run()
+    assert (result.bodies_landed, result.waiting) == (2, 0)
+    assert env.body(A, name[: -len(".json")]) == response("msg_u")
+
+
+def test_two_sessions_naming_one_request_id_leave_the_response_waiting(env: Env) -> None:
+    env.write("a.request.json", request(A, prev="req_x"), BASE)
+    env.write("b.request.json", request(B, prev="req_x"), BASE)
+    env.write("req_x.response.json", response("msg_x"), BASE + 1)
+    env.transcript(A, message_ids=("msg_x",))
+    env.transcript(B, project="-home-u-other")
+    result = env.run()
+    assert (result.bodies_landed, result.waiting) == (2, 1)
+    assert complete(result)
+
+
+def test_a_response_whose_only_candidate_requests_are_25_hours_away_waits(env: Env) -> None:
+    env.write("r1.request.json", request(A), BASE)
+    env.write("req_late.response.json", response("msg_late"), BASE + 25 * HOUR)
+    env.transcript(A, message_ids=("msg_late",))
+    far = env.run(now=BASE + 26 * HOUR)
+    assert (far.bodies_landed, far.waiting) == (1, 1)
+    os.utime(env.bodies / "req_late.response.json", ns=(int((BASE + 23 * HOUR) * 1e9),) * 2)
+    near = env.run(now=BASE + 26 * HOUR)
+    assert (near.bodies_landed, near.waiting) == (1, 0)
+
+
+def test_a_half_written_file_waits_and_is_called_unreadable_only_later(env: Env) -> None:
+    whole = request(A)
+    env.write("r1.request.json", whole[: len(whole) // 2], at=NOW - 1)
+    env.transcript(A)
+    fresh = env.run(now=NOW)
+    assert (fresh.bodies_landed, fresh.unreadable, fresh.waiting) == (0, 0, 1)
+    assert ledger_path(env.root).exists()
+    settled = env.config.service.unreadable_after
+    later = env.run(now=NOW + settled + 60)
+    assert (later.bodies_landed, later.unreadable, later.waiting) == (0, 1, 0)
+    assert complete(later), "unreadable never fails a pass"
+    again = env.run(now=NOW + settled + 120)
+    assert again.unreadable == 1
+    env.write("r1.request.json", whole, at=NOW + settled + 130)
+    written = env.run(now=NOW + settled + 140)
+    assert (written.bodies_landed, written.unreadable) == (1, 0)
+    assert env.body(A, "r1.request") == whole
+
+
+def test_invalid_utf8_inside_a_string_is_one_json_value_and_lands_exactly(env: Env) -> None:
+    data = request(A).replace(b"hello", b"hel\xff\xfelo")
+    env.write("r1.request.json", data, at=NOW)
+    env.transcript(A)
+    result = env.run(now=NOW)
+    assert (result.bodies_landed, result.unreadable, result.waiting) == (1, 0, 0)
+    assert env.body(A, "r1.request") == data
+
+
+def test_a_lost_ledger_lands_nothing_twice(env: Env) -> None:
+    env.write("r1.request.json", request(A), BASE)
+    env.write("req_a1.response.json", response("msg_a1"), BASE + 1)
+    env.write("r2.request.json", request(A, prev="req_a1", text="two"), BASE + 2)
+    env.transcript(A)
+    assert env.run().bodies_landed == 3
+    files = env.landed_files(A)
+    ledger_path(env.root).unlink()
+    after = env.run()
+    assert (after.bodies_landed, after.files) == (0, 0)
+    assert complete(after)
+    assert env.landed_files(A) == files
+    assert ledger_path(env.root).exists()
+    assert env.run().bodies_landed == 0
+
+
+def test_a_corrupt_ledger_is_rebuilt(env: Env) -> None:
+    env.write("r1.request.json", request(A), BASE)
+    env.transcript(A)
+    assert env.run().bodies_landed == 1
+    ledger_path(env.root).write_bytes(b'{"format":"asz.provider-ledger/1","entries":[["x"')
+    after = env.run()
+    assert after.bodies_landed == 0 and after.files == 0
+    assert complete(after), "derived data rebuilt: nothing for the user to do"
+    assert orjson.loads(ledger_path(env.root).read_bytes())["entries"][0][0] == "r1.request.json"
+    assert complete(env.run())
+
+
+def test_an_unchanged_stat_is_answered_from_the_ledger_without_reading(env: Env) -> None:
+    path = env.write("r1.request.json", request(A), BASE)
+    env.transcript(A)
+    assert env.run().bodies_landed == 1
+    swapped = request(B).ljust(len(request(A)))[: len(request(A))]
+    path.write_bytes(swapped)
+    os.utime(path, ns=(int(BASE * 1e9),) * 2)
+    unread = env.run()
+    assert complete(unread) and unread.bodies_landed == 0, "same size and time: not read"
+    os.utime(path, ns=(int((BASE + 1) * 1e9),) * 2)
+    read = env.run()
+    assert len(read.conflicts) == 1
+
+
+def test_a_removed_session_lands_again(env: Env) -> None:
+    env.write("r1.request.json", request(A), BASE)
+    env.transcript(A)
+    assert env.run().bodies_landed == 1
+    shutil.rmtree(env.root.session_dir(A))
+    again = env.run()
+    assert again.bodies_landed == 1
+    assert env.body(A, "r1.request") == request(A)
+
+
+def test_the_filter_excludes_and_holds(env: Env) -> None:
+    env.write("a.request.json", request(A), BASE)
+    env.write("b.request.json", request(B), BASE)
+    env.transcript(A, project="-home-u-secret")
+    excluding = replace(env.config, sessions=SessionFilter(exclude=("/home/u/secret",)))
+    held = env.run(config=excluding)
+    assert (held.bodies_landed, held.waiting, held.excluded) == (0, 1, 1)
+    assert complete(held)
+    assert not env.root.session_dir(A).exists()
+    assert not env.root.session_dir(B).exists()
+    env.transcript(B, project="-home-u-other")
+    everything = replace(env.config, sessions=SessionFilter(exclude=()))
+    both = env.run(config=everything)
+    assert (both.bodies_landed, both.waiting, both.excluded) == (2, 0, 0)
+
+
+def test_a_file_changed_after_landing_is_a_conflict_until_its_bytes_are_back(env: Env) -> None:
+    original = request(A)
+    path = env.write("r1.request.json", original, BASE)
+    env.transcript(A)
+    assert env.run().bodies_landed == 1
+    env.write("r1.request.json", request(A, text="edited"), BASE + 100)
+    for _ in range(2):
+        result = env.run()
+        assert len(result.conflicts) == 1 and "r1.request.json" in result.conflicts[0]
+        assert result.bodies_landed == 0
+    env.write("r1.request.json", original, BASE + 200)
+    back = env.run()
+    assert complete(back) and back.bodies_landed == 0
+    assert env.body(A, "r1.request") == original == path.read_bytes()
+
+
+def test_a_body_whose_id_the_session_holds_with_other_bytes_is_a_conflict(env: Env) -> None:
+    env.write("r1.request.json", request(A), BASE)
+    env.transcript(A)
+    assert env.run().bodies_landed == 1
+    ledger_path(env.root).unlink()
+    env.write("r1.request.json", request(A, text="other"), BASE + 5)
+    for _ in range(2):
+        result = env.run()
+        assert len(result.conflicts) == 1 and result.bodies_landed == 0
+    env.write("r1.request.json", request(A), BASE + 10)
+    assert complete(env.run())
+
+
+def test_a_session_id_that_is_no_session_id_writes_nothing(env: Env) -> None:
+    env.write("r1.request.json", request("../outside"), BASE)
+    env.write("r2.request.json", request("../../" + A), BASE)
+    result = env.run()
+    assert (result.bodies_landed, result.waiting) == (0, 2)
+    assert complete(result)
+    assert all(path.name.startswith("_") for path in env.root.path.iterdir())
+    assert not any(path.name == "outside" for path in env.tmp.rglob("*"))
+
+
+def test_a_session_missing_an_earlier_file_still_takes_new_bodies(env: Env) -> None:
+    env.write("r1.request.json", request(A, text="one " * 300), BASE)
+    env.transcript(A)
+    assert env.run().bodies_landed == 1
+    env.write("req_a1.response.json", response("msg_a1"), BASE + 1)
+    env.write("r2.request.json", request(A, prev="req_a1", text="two " * 300), BASE + 2)
+    assert env.run().bodies_landed == 2
+    first, second = env.landed_files(A)
+    first.unlink()
+    env.write("req_a2.response.json", response("msg_a2"), BASE + 3)
+    env.write("r3.request.json", request(A, prev="req_a2", text="three " * 300), BASE + 4)
+    third = env.run()
+    assert third.bodies_landed == 2 and third.conflicts == []
+    assert [error for error in third.errors if second.name not in error] == [], (
+        "only the body that copied from the missing file is named"
+    )
+    assert env.body(A, "r3.request") == request(A, prev="req_a2", text="three " * 300)
+    assert env.body(A, "req_a2.response") == response("msg_a2")
+    assert len(env.landed_files(A)) == 2 and second in env.landed_files(A)
+
+
+def test_a_file_ends_before_the_budget(tmp_path: Path) -> None:
+    env = make_env(tmp_path, max_delta_bytes=12 * 1024)
+    env.config = replace(env.config, compression="none")
+    env.store = BodyStore(env.root, "none")
+    for number in range(4):
+        unique = hashlib.sha256(str(number).encode()).hexdigest() * 80
+        env.write(f"r{number}.request.json", request(A, text=unique, prompt=f"p{number}"), BASE)
+    env.transcript(A)
+    result = env.run()
+    assert result.bodies_landed == 4 and result.files >= 2
+    for path in env.landed_files(A):
+        if len(read_file(path).records) > 1:
+            assert path.stat().st_size <= 12 * 1024
+
+
+def test_a_damaged_file_does_not_stop_other_sessions(env: Env) -> None:
+    env.write("a.request.json", request(A), BASE)
+    env.transcript(A)
+    env.transcript(B, project="-home-u-other")
+    assert env.run().bodies_landed == 1
+    (damaged,) = env.landed_files(A)
+    damaged.write_bytes(damaged.read_bytes()[:100])
+    ledger_path(env.root).unlink()
+    env.write("b.request.json", request(B), BASE + 1)
+    result = env.run()
+    assert any(damaged.name in error for error in result.errors)
+    assert result.bodies_landed >= 1 and B in result.sessions
+    assert env.body(B, "b.request") == request(B)
+
+
+def test_fifos_symlinks_and_directories_named_like_bodies_are_ignored(env: Env) -> None:
+    os.mkfifo(env.bodies / "fifo.request.json")
+    (env.bodies / "passwd.request.json").symlink_to("/etc/passwd")
+    (env.bodies / "dir.response.json").mkdir()
+    env.write("notes.txt", b"not a body")
+    env.write("a.b.request.json", request(A))
+    env.write("r1.request.json", request(A))
+    env.transcript(A)
+    result = env.run()
+    assert (result.bodies_landed, result.waiting, result.unreadable) == (1, 0, 0)
+    assert complete(result)
+    assert [source.name for source in list_sources(env.bodies).files] == ["r1.request.json"]
+
+
+def test_a_body_over_the_limit_is_refused_by_its_size_and_named_once(env: Env) -> None:
+    with (env.bodies / "huge.request.json").open("wb") as handle:
+        handle.truncate(256 * 1024 * 1024 + 1)
+    env.transcript(A)
+    first = env.run()
+    assert len(first.errors) == 1 and "huge.request.json" in first.errors[0]
+    assert first.bodies_landed == 0
+    second = env.run()
+    assert second.errors == [] and second.bodies_landed == 0
+
+
+def test_describe_sources_counts_requests_responses_and_named_sessions(env: Env) -> None:
+    env.write("a1.request.json", request(A))
+    env.write("a2.request.json", request(A, prev="req_1"))
+    env.write("b1.request.json", request(B))
+    env.write("req_1.response.json", response("msg_1"))
+    env.write("broken.request.json", b"{")
+    described = describe_sources(env.config)
+    assert described == {
+        "dir": str(env.bodies),
+        "exists": True,
+        "requests": 4,
+        "responses": 1,
+        "sessions": {A: 2, B: 1},
+    }
+    shutil.rmtree(env.bodies)
+    assert describe_sources(env.config)["exists"] is False
+
+
+def test_nothing_happens_while_the_bodies_directory_does_not_exist(env: Env) -> None:
+    shutil.rmtree(env.bodies)
+    result = env.run()
+    assert result == ProviderResult()
+    assert not ledger_path(env.root).exists()
+
+
+# index.jsonl
+
+
+def index_line(session: str, request_id: str, message_id: str, request_file: str, **extra) -> bytes:
+    line = {
+        "timestamp": "2026-09-18T10:00:00.000Z",
+        "session_id": session,
+        "query_source": "repl_main_thread",
+        "model": "claude-test",
+        "request_id": request_id,
+        "message_id": message_id,
+        "message_uuid": "u",
+        "request_file": f"/home/u/.claude/asz/provider-bodies/{request_file}",
+        "response_file": f"/home/u/.claude/asz/provider-bodies/{request_id}.response.json",
+        **extra,
+    }
+    return orjson.dumps(line) + b"\n"
+
+
+def landed_index_lines(env: Env, session: str) -> list[bytes]:
+    directory = env.root.session_dir(session) / PROVIDER_INDEX
+    return [
+        record.payload
+        for item in env.root.landed(directory)
+        for record in read_file(item.path).records
+    ]
+
+
+def test_the_index_claims_title_and_compaction_responses(env: Env) -> None:
+    env.write("r1.request.json", request(A), BASE)
+    env.write("t1.request.json", request(A, text="name this session", prompt=""), BASE + 1)
+    env.write("req_title.response.json", response("msg_title"), BASE + 2)
+    env.write("c1.request.json", request(A, text="summarise", prompt=""), BASE + 3)
+    env.write("req_compact.response.json", response("msg_compact"), BASE + 4)
+    env.transcript(A)
+    title = index_line(A, "req_title", "msg_title", "t1.request.json", query_source="title")
+    compact = index_line(A, "req_compact", "msg_compact", "c1.request.json", future={"x": [1]})
+    env.write("index.jsonl", title + compact)
+    result = env.run()
+    assert (result.bodies_landed, result.waiting) == (5, 0)
+    assert env.body(A, "req_title.response") == response("msg_title")
+    assert landed_index_lines(env, A) == [title[:-1], compact[:-1]]
+    again = env.run()
+    assert (again.bodies_landed, again.files) == (0, 0)
+    assert landed_index_lines(env, A) == [title[:-1], compact[:-1]]
+
+
+def test_a_torn_index_line_waits_and_lines_land_once(env: Env) -> None:
+    env.transcript(A)
+    first = index_line(A, "req_1", "msg_1", "r1.request.json")
+    second = index_line(A, "req_2", "msg_2", "r2.request.json")
+    env.write("index.jsonl", first + second[:20])
+    env.run()
+    assert landed_index_lines(env, A) == [first[:-1]]
+    env.write("index.jsonl", first + second)
+    env.run()
+    env.run()
+    assert landed_index_lines(env, A) == [first[:-1], second[:-1]]
+    (env.root.state_dir / "provider-index.json").unlink()
+    env.run()
+    assert landed_index_lines(env, A) == [first[:-1], second[:-1]]
+
+
+def test_index_lines_of_a_session_not_yet_judged_are_held_until_it_is(env: Env) -> None:
+    line = index_line(B, "req_b", "msg_b", "b1.request.json")
+    env.write("index.jsonl", line)
+    env.write("req_b.response.json", response("msg_b"), BASE)
+    waiting = env.run()
+    assert waiting.waiting == 1 and complete(waiting)
+    assert not env.root.session_dir(B).exists()
+    env.transcript(B)
+    landed = env.run()
+    assert landed.bodies_landed == 1
+    assert landed_index_lines(env, B) == [line[:-1]]
+
+
+def test_an_index_rewritten_behind_what_was_read_is_a_conflict_while_it_stays(env: Env) -> None:
+    env.transcript(A)
+    line = index_line(A, "req_1", "msg_1", "r1.request.json")
+    env.write("index.jsonl", line)
+    env.run()
+    env.write("index.jsonl", line.replace(b"req_1", b"req_9") + line)
+    assert len(env.run().conflicts) == 1
+    assert len(env.run().conflicts) == 1
+    env.write("index.jsonl", line + line.replace(b"msg_1", b"msg_2"))
+    healed = env.run()
+    assert complete(healed)
+    assert len(landed_index_lines(env, A)) == 2
+
+
+def test_index_lines_land_again_when_their_session_is_removed(env: Env) -> None:
+    env.transcript(A)
+    env.transcript(B, project="-home-u-other")
+    a_line = index_line(A, "req_1", "msg_1", "r1.request.json")
+    b_line = index_line(B, "req_2", "msg_2", "r2.request.json")
+    env.write("index.jsonl", a_line + b_line)
+    env.run()
+    shutil.rmtree(env.root.session_dir(A))
+    env.run()
+    assert landed_index_lines(env, A) == [a_line[:-1]]
+    assert landed_index_lines(env, B) == [b_line[:-1]]
+
+
+def test_an_index_line_naming_no_session_is_named_once(env: Env) -> None:
+    env.write("index.jsonl", b'{"session_id":"../outside"}\nnot json\n')
+    first = env.run()
+    assert len(first.errors) == 2
+    assert complete(env.run())
+
+
+# The validity check that tells a half-written body from a whole one.
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(json_values, st.sampled_from([b"", b" ", b"\n", b"\t\r\n "]))
+def test_every_json_value_is_one_json_value(value: object, space: bytes) -> None:
+    data = space + json.dumps(value, ensure_ascii=False).encode() + space
+    assert is_one_json_value(data)
+
+
+@given(
+    st.lists(json_values, min_size=1, max_size=4)
+    | st.dictionaries(st.text(max_size=5), json_values, min_size=1, max_size=4),
+    st.data(),
+)
+def test_a_cut_container_is_not_one_json_value(value: object, data: st.DataObject) -> None:
+    whole = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    cut = data.draw(st.integers(1, len(whole) - 1))
+    assert not is_one_json_value(whole[:cut])
+
+
+@given(st.binary(min_size=1, max_size=8).map(lambda raw: bytes(b | 0x80 for b in raw)), json_values)
+def test_invalid_utf8_inside_a_string_keeps_a_value_whole(junk: bytes, value: object) -> None:
+    data = json.dumps({"text": "<>", "value": value}).encode().replace(b"<>", junk, 1)
+    assert is_one_json_value(data)
+    assert not is_one_json_value(data[:-1])
+
+
+@settings(max_examples=50)
+@given(st.integers(1, 3000))
+def test_deep_nesting_and_what_orjson_refuses_are_still_judged(depth: int) -> None:
+    assert is_one_json_value(b"[" * depth + b"1E400" + b"]" * depth)
+    assert is_one_json_value(b'{"a":"\\ud800"}')
+    assert not is_one_json_value(b"[" * depth + b"1E400" + b"]" * (depth - 1))
+    assert not is_one_json_value(b"[1E400] [1]")
+
+
+def test_the_real_asz_collect_once_reports_the_pass(tmp_path: Path, run_asz) -> None:
+    env = make_env(tmp_path)
+    env.write("r1.request.json", request(A), BASE)
+    env.write("req_title.response.json", response("msg_title"), BASE)
+    env.transcript(A)
+    process = run_asz(
+        "collect",
+        "--once",
+        "--json",
+        env={"CLAUDE_CONFIG_DIR": str(env.config.claude_dir), "ASZ_ROOT": str(env.root.path)},
+    )
+    assert process.returncode == 0, process.stderr
+    counts = orjson.loads(process.stdout.splitlines()[-1])
+    assert counts["bodies_landed"] == 1 and counts["bodies_waiting"] == 1
+    assert counts["conflicts"] == 0 and counts["errors"] == []
+    env.write("r1.request.json", request(A, text="edited"), BASE + 10)
+    failed = run_asz(
+        "collect",
+        "--once",
+        "--json",
+        env={"CLAUDE_CONFIG_DIR": str(env.config.claude_dir), "ASZ_ROOT": str(env.root.path)},
+    )
+    assert failed.returncode == 1
+    assert orjson.loads(failed.stdout.splitlines()[-1])["conflicts"] == 1
+
+
+def test_real_request_bodies_land_in_the_session_they_name(env: Env, samples: Path) -> None:
+    log = samples / "requests" / "vibe-coding-proxy-v2.1.153" / "log-2026-06-15-09-00-52.jsonl"
+    pair = orjson.loads(log.read_bytes().splitlines()[0])
+    body = orjson.dumps(pair["request"]["body"])
+    session = orjson.loads(pair["request"]["body"]["metadata"]["user_id"])["session_id"]
+    env.write("real.request.json", body, BASE)
+    traffic = samples / "requests" / "claude-trace-v1.0.6" / "test-traffic.jsonl"
+    old = orjson.loads(traffic.read_bytes().splitlines()[1])["request"]["body"]
+    env.write("old.request.json", orjson.dumps(old), BASE)
+    env.transcript(session)
+    result = env.run()
+    assert (result.bodies_landed, result.waiting) == (1, 1), "1.0.6 names no session"
+    assert env.body(session, "real.request") == body
