@@ -555,6 +555,7 @@ class _SourceRun:
                 break
             if count == self.lander.max_windows:
                 self.outcome.pending = True
+                cursor.size = None  # more to land: the next pass must not skip this source
                 break
             tail = _tail_of(tail + window)
             self._publish(window, cursor.offset, cursor.line, hashlib.sha256(tail).hexdigest())

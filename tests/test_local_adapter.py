@@ -1,0 +1,514 @@
+"""The transcript adapter end to end: real transcripts in a temporary projects dir, real root."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from asz.adapters.claude_code_local import LocalResult, collect_transcripts
+from asz.config import AdapterConfig, Adapters, Config, SessionFilter
+from asz.store.atomic import replace_file
+from asz.store.framing import read_file
+from asz.store.root import Root, collector_lock
+from asz.store.session_facts import CallFact, facts_path, load_facts
+from asz.store.transcripts import (
+    CURSOR_FILE,
+    SOURCE_GONE,
+    iter_lines,
+    load_cursor,
+    stream_dirs,
+    stream_key,
+    transcript_check,
+)
+from asz.store.verify import verify_root
+
+SESSION = "11111111-2222-4333-8444-555555555555"
+OTHER = "99999999-8888-4777-8666-555555555555"
+THIRD = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
+PROJECT = "-work-project"
+SAMPLES = Path(
+    os.environ.get("ASZ_SAMPLES")
+    or Path(__file__).resolve().parents[1] / ".." / "shared" / "claude-code-samples"
+)
+
+
+def make_config(tmp_path: Path, budget: int = 64 * 1024, compression: str = "zstd") -> Config:
+    projects = tmp_path / "claude" / "projects"
+    projects.mkdir(parents=True, exist_ok=True)
+    return Config(
+        root=tmp_path / "root",
+        claude_dir=tmp_path / "claude",
+        compression=compression,
+        sessions=SessionFilter(),
+        adapters=Adapters(claude_code_local=AdapterConfig(max_delta_bytes=budget)),
+    )
+
+
+def run(config: Config) -> LocalResult:
+    root = Root(config.root)
+    with collector_lock(root):
+        return collect_transcripts(config, root)
+
+
+def transcript(config: Config, session: str = SESSION, project: str = PROJECT) -> Path:
+    path = config.projects_dir / project / f"{session}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def jline(session: str = SESSION, **fields: object) -> bytes:
+    return orjson.dumps({"type": "user", "sessionId": session, "cwd": "/work/project", **fields})
+
+
+def append(path: Path, data: bytes) -> None:
+    with path.open("ab") as handle:
+        handle.write(data)
+
+
+def landed_bytes(config: Config, session: str = SESSION) -> bytes:
+    return b"".join(line.data for line in iter_lines(Root(config.root), session))
+
+
+def stream_dir(config: Config, relpath: str, session: str = SESSION) -> Path:
+    return Root(config.root).transcripts_dir(session) / stream_key(relpath)
+
+
+def test_append_lands_only_the_new_lines(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    path = transcript(config)
+    first = b"".join(jline(n=n) + b"\n" for n in range(3))
+    path.write_bytes(first)
+    result = run(config)
+    assert (result.files_landed, result.lines_landed, result.source_bytes) == (1, 3, len(first))
+    assert result.sessions == {SESSION}
+    assert not result.conflicts and not result.errors and not result.pending
+
+    more = jline(n=3) + b"\n" + jline(n=4) + b"\n"
+    append(path, more)
+    second = run(config)
+    assert (second.files_landed, second.lines_landed, second.source_bytes) == (1, 2, len(more))
+    assert run(config).files_landed == 0
+
+    lines = list(iter_lines(Root(config.root), SESSION))
+    assert [line.line for line in lines] == [1, 2, 3, 4, 5]
+    assert [line.offset for line in lines] == [
+        0,
+        *(sum(len(x.data) for x in lines[:i]) for i in range(1, 5)),
+    ]
+    assert b"".join(line.data for line in lines) == path.read_bytes()
+    assert {line.stream for line in lines} == {"main"}
+    assert {line.source for line in lines} == {f"{PROJECT}/{SESSION}.jsonl"}
+
+
+def test_a_half_written_line_waits_until_it_is_complete(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    path = transcript(config)
+    done = jline(n=1) + b"\n"
+    partial = jline(n=2)
+    path.write_bytes(done + partial[:10])
+    assert run(config).lines_landed == 1
+    assert landed_bytes(config) == done
+    assert run(config).files_landed == 0
+    append(path, partial[10:])
+    assert run(config).lines_landed == 0
+    append(path, b"\n")
+    result = run(config)
+    assert (result.lines_landed, result.source_bytes) == (1, len(partial) + 1)
+    assert landed_bytes(config) == path.read_bytes()
+
+
+def test_a_truncated_transcript_is_a_conflict_on_every_pass(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    path = transcript(config)
+    original = b"".join(jline(n=n) + b"\n" for n in range(4))
+    path.write_bytes(original)
+    run(config)
+    path.write_bytes(original[:20])
+    for _ in range(2):
+        result = run(config)
+        assert len(result.conflicts) == 1
+        assert result.conflicts[0].startswith(f"{PROJECT}/{SESSION}.jsonl: truncated")
+    append(path, b"x" * 500 + b"\n")
+    result = run(config)
+    assert len(result.conflicts) == 1 and result.files_landed == 0
+    assert landed_bytes(config) == original
+
+    # The landed bytes put back (and a new line after them) end the conflict.
+    path.write_bytes(original + jline(n=9) + b"\n")
+    result = run(config)
+    assert not result.conflicts and result.lines_landed == 1
+    assert landed_bytes(config) == path.read_bytes()
+
+
+def test_a_rewritten_transcript_is_a_conflict_on_every_pass(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    path = transcript(config)
+    original = b"".join(jline(n=n) + b"\n" for n in range(4))
+    path.write_bytes(original)
+    run(config)
+    rewritten = original.replace(b'"n":1', b'"n":7')
+    assert len(rewritten) == len(original)
+    path.write_bytes(rewritten)
+    os.utime(path, ns=(1, 1))
+    for _ in range(3):
+        result = run(config)
+        assert [c.split(":")[1].strip() for c in result.conflicts] == ["rewritten"]
+        assert result.files_landed == 0
+    append(path, jline(n=5) + b"\n")
+    assert run(config).conflicts and landed_bytes(config) == original
+
+
+def test_the_same_bytes_under_a_new_inode_are_the_same_transcript(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    path = transcript(config)
+    path.write_bytes(jline(n=1) + b"\n")
+    run(config)
+    copy = path.with_name("copy.tmp")
+    shutil.copyfile(path, copy)
+    append(copy, jline(n=2) + b"\n")
+    os.replace(copy, path)
+    result = run(config)
+    assert not result.conflicts and result.lines_landed == 1
+    assert landed_bytes(config) == path.read_bytes()
+
+
+def test_a_deleted_transcript_keeps_what_landed_and_resumes_when_it_returns(
+    tmp_path: Path,
+) -> None:
+    config = make_config(tmp_path)
+    path = transcript(config)
+    original = jline(n=1) + b"\n" + jline(n=2) + b"\n"
+    path.write_bytes(original)
+    run(config)
+    path.unlink()
+    result = run(config)
+    assert not result.conflicts and not result.errors and result.files_landed == 0
+    cursor = load_cursor(stream_dir(config, f"{PROJECT}/{SESSION}.jsonl"))
+    assert cursor is not None and cursor.state == SOURCE_GONE
+    assert landed_bytes(config) == original
+    assert load_facts(Root(config.root), SESSION).primary_dir == PROJECT
+
+    path.write_bytes(original + jline(n=3) + b"\n")
+    result = run(config)
+    assert not result.conflicts and result.lines_landed == 1
+    cursor = load_cursor(stream_dir(config, f"{PROJECT}/{SESSION}.jsonl"))
+    assert cursor is not None and cursor.state == "active"
+    assert landed_bytes(config) == path.read_bytes()
+
+
+def test_a_whole_session_pruned_is_marked_gone(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    path = transcript(config)
+    path.write_bytes(jline() + b"\n")
+    run(config)
+    shutil.rmtree(path.parent)
+    assert run(config).files_landed == 0
+    cursor = load_cursor(stream_dir(config, f"{PROJECT}/{SESSION}.jsonl"))
+    assert cursor is not None and cursor.state == SOURCE_GONE
+
+
+def test_a_crash_before_the_cursor_moved_lands_no_line_twice(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    path = transcript(config)
+    path.write_bytes(jline(promptId="p1") + b"\n")
+    run(config)
+    directory = stream_dir(config, f"{PROJECT}/{SESSION}.jsonl")
+    before = (directory / CURSOR_FILE).read_bytes()
+    append(path, assistant_line("msg_A", "req_A") + b"\n" + jline(n=3) + b"\n")
+    assert run(config).files_landed == 1
+
+    # The cursor file as it was before the second window landed: rebuilt, nothing re-lands.
+    replace_file(directory / CURSOR_FILE, before)
+    assert run(config).files_landed == 0
+
+    # A cursor that wrongly claims to cover the newest file re-lands the second window.
+    stale = orjson.loads(before)
+    stale["last_seq"] = Root(config.root).landed(directory)[-1].seq
+    replace_file(directory / CURSOR_FILE, orjson.dumps(stale))
+    relanded = run(config)
+    assert relanded.files_landed == 1
+    assert len(Root(config.root).landed(directory)) == 3
+
+    lines = list(iter_lines(Root(config.root), SESSION))
+    assert [line.line for line in lines] == [1, 2, 3]
+    assert b"".join(line.data for line in lines) == path.read_bytes()
+    facts = load_facts(Root(config.root), SESSION)
+    assert facts.calls == {"msg_A": CallFact("msg_A", "req_A", "main", "p1")}
+    report = verify_root(Root(config.root), checks=[transcript_check])
+    assert not report.problems and report.transcript_lines == 3
+    facts_path(Root(config.root), SESSION).unlink()
+    assert load_facts(Root(config.root), SESSION) == facts
+
+
+def test_a_lost_cursor_is_rebuilt_from_the_landed_files(tmp_path: Path) -> None:
+    config = make_config(tmp_path, budget=4096)
+    path = transcript(config)
+    path.write_bytes(b"".join(jline(n=n, pad="x" * 300) + b"\n" for n in range(40)))
+    run(config)
+    directory = stream_dir(config, f"{PROJECT}/{SESSION}.jsonl")
+    kept = load_cursor(directory)
+    (directory / CURSOR_FILE).unlink()
+    append(path, jline(n=99) + b"\n")
+    result = run(config)
+    assert (result.files_landed, result.lines_landed) == (1, 1)
+    rebuilt = load_cursor(directory)
+    assert kept is not None and rebuilt is not None
+    assert rebuilt.tail_sha256 != kept.tail_sha256 and rebuilt.line == kept.line + 1
+    assert landed_bytes(config) == path.read_bytes()
+
+
+def test_windows_respect_the_budget_and_the_per_pass_limit(tmp_path: Path) -> None:
+    config = make_config(tmp_path, budget=4096)
+    path = transcript(config)
+    path.write_bytes(b"".join(jline(n=n, pad="y" * 200) + b"\n" for n in range(1400)))
+    first = run(config)
+    assert (first.files_landed, first.pending) == (64, 1)
+    second = run(config)
+    assert second.pending == 0 and second.files_landed > 0
+    assert first.lines_landed + second.lines_landed == 1400
+    root = Root(config.root)
+    for item in root.landed(stream_dir(config, f"{PROJECT}/{SESSION}.jsonl")):
+        payload = read_file(item.path).records[0].payload
+        assert len(payload) <= 4096 and payload.endswith(b"\n")
+    assert landed_bytes(config) == path.read_bytes()
+
+
+def test_a_single_50_mb_line_lands_whole(tmp_path: Path) -> None:
+    config = make_config(tmp_path, budget=64 * 1024)
+    path = transcript(config)
+    big = jline(blob="z" * (50 * 1024 * 1024)) + b"\n"
+    path.write_bytes(jline(n=1) + b"\n" + big + jline(n=3) + b"\n")
+    result = run(config)
+    assert result.lines_landed == 3 and result.files_landed == 3 and not result.errors
+    lines = list(iter_lines(Root(config.root), SESSION))
+    assert [len(line.data) for line in lines][1] == len(big)
+    assert b"".join(line.data for line in lines) == path.read_bytes()
+
+
+def test_crlf_lines_are_kept_exactly(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    path = transcript(config)
+    data = jline(n=1) + b"\r\n" + jline(n=2) + b"\r\n" + b"\r\n"
+    path.write_bytes(data)
+    assert run(config).lines_landed == 3
+    lines = list(iter_lines(Root(config.root), SESSION))
+    assert [line.data[-2:] for line in lines] == [b"\r\n"] * 3
+    assert landed_bytes(config) == data
+
+
+def test_a_transcript_holding_lines_of_three_sessions_lands_under_its_own(
+    tmp_path: Path,
+) -> None:
+    config = make_config(tmp_path)
+    path = transcript(config)
+    path.write_bytes(
+        jline(OTHER, cwd="/a") + b"\n" + jline(THIRD, cwd="/b") + b"\n" + jline(cwd="/c") + b"\n"
+    )
+    result = run(config)
+    assert result.sessions == {SESSION} and result.lines_landed == 3
+    assert Root(config.root).sessions() == [SESSION]
+    assert load_facts(Root(config.root), SESSION).cwds == {"/a", "/b", "/c"}
+
+
+def assistant_line(
+    message_id: str, request_id: str | None, model: str = "claude-x", **extra: object
+) -> bytes:
+    fields: dict[str, object] = {"message": {"id": message_id, "model": model, "content": []}}
+    if request_id:
+        fields["requestId"] = request_id
+    return jline(type="assistant", **fields, **extra)
+
+
+def test_facts_name_every_call_once_with_its_prompt_and_stream(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    path = transcript(config)
+    path.write_bytes(
+        b"\n".join(
+            [
+                jline(promptId="p1"),
+                assistant_line("msg_1", "req_1"),
+                assistant_line("msg_1", "req_other"),
+                assistant_line("msg_s", None, model="<synthetic>"),
+                jline(n=5),
+                jline(promptId="p2"),
+                assistant_line("msg_2", "req_2"),
+                b"not json",
+            ]
+        )
+        + b"\n"
+    )
+    agent = path.parent / SESSION / "subagents" / "agent-a1b2c3.jsonl"
+    agent.parent.mkdir(parents=True)
+    agent.write_bytes(assistant_line("msg_3", "req_3", cwd="/work/project/sub") + b"\n")
+    other_dir = config.projects_dir / "-elsewhere" / SESSION / "subagents" / "agent-a9.jsonl"
+    other_dir.parent.mkdir(parents=True)
+    other_dir.write_bytes(assistant_line("msg_1", "req_dup") + b"\n")
+    run(config)
+    facts = load_facts(Root(config.root), SESSION)
+    assert facts.calls == {
+        "msg_1": CallFact("msg_1", "req_1", "main", "p1"),
+        "msg_2": CallFact("msg_2", "req_2", "main", "p2"),
+        "msg_3": CallFact("msg_3", "req_3", "a1b2c3", None),
+    }
+    assert facts.primary_dir == PROJECT
+    assert facts.project_dirs == {PROJECT, "-elsewhere"}
+    assert facts.cwds == {"/work/project", "/work/project/sub"}
+
+    # Grown window by window over passes, or rebuilt at once: the same facts.
+    append(path, assistant_line("msg_4", "req_4", cwd="/moved") + b"\n")
+    run(config)
+    grown = load_facts(Root(config.root), SESSION)
+    facts_path(Root(config.root), SESSION).unlink()
+    assert load_facts(Root(config.root), SESSION) == grown
+    assert grown.calls["msg_4"] == CallFact("msg_4", "req_4", "main", "p2")
+    assert "/moved" in grown.cwds
+
+
+def test_flat_agent_files_follow_their_first_session_line(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    project = config.projects_dir / PROJECT
+    project.mkdir(parents=True)
+    (project / "agent-a111111.jsonl").write_bytes(
+        b'{"type":"summary"}\n' + jline(OTHER) + b"\n" + jline(SESSION) + b"\n"
+    )
+    (project / "agent-a222222.jsonl").write_bytes(b'{"type":"summary","sessionId":"nope"}\n')
+    (project / "agent-a333333.jsonl").write_bytes(b"")
+    result = run(config)
+    assert result.unattributed == 1 and result.sessions == {OTHER}
+    assert [line.stream for line in iter_lines(Root(config.root), OTHER)] == ["a111111"] * 3
+
+
+def test_sidecars_land_a_new_copy_when_their_bytes_change(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    transcript(config).write_bytes(jline() + b"\n")
+    meta = config.projects_dir / PROJECT / SESSION / "subagents" / "agent-a1.meta.json"
+    meta.parent.mkdir(parents=True)
+    meta.write_bytes(b'{"agentType":"Explore"}')
+    assert run(config).files_landed == 2
+    os.utime(meta, ns=(5, 5))
+    assert run(config).files_landed == 0
+    meta.write_bytes(b'{"agentType":"Plan"}')
+    assert run(config).files_landed == 1
+    relpath = f"{PROJECT}/{SESSION}/subagents/agent-a1.meta.json"
+    copies = Root(config.root).landed(stream_dir(config, relpath))
+    assert [read_file(c.path).records[0].payload for c in copies] == [
+        b'{"agentType":"Explore"}',
+        b'{"agentType":"Plan"}',
+    ]
+    assert all(line.source != relpath for line in iter_lines(Root(config.root), SESSION))
+
+
+def test_landed_files_are_private_whatever_the_umask(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    transcript(config).write_bytes(jline() + b"\n")
+    agent = config.projects_dir / PROJECT / SESSION / "subagents" / "agent-a1.jsonl"
+    agent.parent.mkdir(parents=True)
+    agent.write_bytes(jline() + b"\n")
+    previous = os.umask(0)
+    try:
+        run(config)
+        load_facts(Root(config.root), SESSION)
+    finally:
+        os.umask(previous)
+    checked = 0
+    for directory, dirs, files in os.walk(config.root):
+        assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700, directory
+        for name in files:
+            assert stat.S_IMODE(os.stat(Path(directory, name)).st_mode) == 0o600, name
+            checked += 1
+        assert not [d for d in dirs if Path(directory, d).is_symlink()]
+    assert checked >= 5
+
+
+def test_verify_names_a_damaged_file_and_a_gap(tmp_path: Path) -> None:
+    config = make_config(tmp_path, budget=4096, compression="none")
+    path = transcript(config)
+    path.write_bytes(b"".join(jline(n=n, pad="p" * 500) + b"\n" for n in range(30)))
+    run(config)
+    root = Root(config.root)
+    report = verify_root(root, checks=[transcript_check])
+    assert not report.problems and report.transcript_lines == 30
+    files = root.landed(stream_dir(config, f"{PROJECT}/{SESSION}.jsonl"))
+    assert report.files == len(files) >= 4
+    damaged = bytearray(files[1].path.read_bytes())
+    damaged[-200] ^= 1
+    files[1].path.write_bytes(bytes(damaged))
+    files[2].path.unlink()
+    problems = verify_root(root, checks=[transcript_check]).problems
+    assert {p.file for p in problems} == {str(files[1].path), str(files[3].path)}
+    assert any("past the" in p.why for p in problems)
+
+
+def test_excluded_sessions_land_nothing(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    transcript(config, project="-private-tmp-scratch").write_bytes(jline() + b"\n")
+    transcript(config, OTHER).write_bytes(jline(OTHER) + b"\n")
+    result = run(config)
+    assert result.excluded_sessions == 1 and result.sessions == {OTHER}
+    assert Root(config.root).sessions() == [OTHER]
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    lines=st.lists(st.binary(max_size=9000).map(lambda b: b.replace(b"\n", b"")), max_size=30),
+    cuts=st.lists(st.integers(min_value=0, max_value=300_000), max_size=5),
+    budget=st.sampled_from([4096, 5000, 16384]),
+)
+def test_any_growth_lands_exactly_the_complete_lines(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[bytes], cuts: list[int], budget: int
+) -> None:
+    config = make_config(tmp_path_factory.mktemp("grow"), budget=budget, compression="none")
+    path = transcript(config)
+    data = b"".join(line + b"\n" for line in lines)
+    path.write_bytes(b"")
+    written = 0
+    for cut in sorted({min(cut, len(data)) for cut in cuts} | {len(data)}):
+        append(path, data[written:cut])
+        written = cut
+        result = run(config)
+        assert not result.conflicts and not result.errors
+        complete = data[: data.rfind(b"\n", 0, cut) + 1]
+        assert landed_bytes(config) == complete
+    root = Root(config.root)
+    for directory in stream_dirs(root, SESSION):
+        for item in root.landed(directory):
+            payload = read_file(item.path).records[0].payload
+            assert payload.endswith(b"\n")
+            assert len(payload) <= budget or payload.count(b"\n") == 1
+    assert not verify_root(root, checks=[transcript_check]).problems
+
+
+def sample_layouts() -> list[Path]:
+    base = SAMPLES / "transcripts"
+    if not base.is_dir():
+        pytest.skip(f"no samples at {SAMPLES}")
+    return sorted(path for path in base.iterdir() if path.is_dir())
+
+
+def test_every_sample_transcript_lands_and_verifies(tmp_path: Path) -> None:
+    for layout in sample_layouts():
+        config = make_config(tmp_path / layout.name)
+        shutil.rmtree(config.projects_dir)
+        shutil.copytree(layout, config.projects_dir)
+        result = run(config)
+        assert not result.conflicts and not result.errors and not result.unattributed
+        total = sum(path.stat().st_size for path in config.projects_dir.rglob("*.jsonl"))
+        assert result.source_bytes == total
+        root = Root(config.root)
+        report = verify_root(root, checks=[transcript_check])
+        assert not report.problems
+        assert report.transcript_lines == sum(
+            path.read_bytes().count(b"\n") for path in config.projects_dir.rglob("*.jsonl")
+        )
+        assert run(config).files_landed == 0

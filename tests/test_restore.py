@@ -1,0 +1,222 @@
+"""Restore: landed transcripts written back byte for byte, never over anything else."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from asz.adapters.claude_code_local import collect_transcripts
+from asz.config import AdapterConfig, Adapters, Config, SessionFilter
+from asz.store.atomic import publish_new
+from asz.store.framing import encode_file
+from asz.store.restore import RestoreRefused, restore_session, safe_relpath
+from asz.store.root import TRANSCRIPT, Root, collector_lock
+from asz.store.transcripts import stream_key
+
+SESSION = "11111111-2222-4333-8444-555555555555"
+PROJECT = "-work-project"
+SAMPLES = Path(
+    os.environ.get("ASZ_SAMPLES")
+    or Path(__file__).resolve().parents[1] / ".." / "shared" / "claude-code-samples"
+)
+
+
+def make_config(tmp_path: Path, projects: Path | None = None, budget: int = 8192) -> Config:
+    if projects is None:
+        projects = tmp_path / "claude" / "projects"
+        projects.mkdir(parents=True, exist_ok=True)
+    return Config(
+        root=tmp_path / "root",
+        claude_dir=tmp_path / "claude",
+        sessions=SessionFilter(exclude=()),
+        adapters=Adapters(
+            claude_code_local=AdapterConfig(source_root=str(projects), max_delta_bytes=budget)
+        ),
+    )
+
+
+def land(config: Config) -> int:
+    """One pass that must be complete; the number of files it landed."""
+    root = Root(config.root)
+    with collector_lock(root):
+        result = collect_transcripts(config, root)
+    assert not result.conflicts and not result.errors and not result.pending
+    return result.files_landed
+
+
+def restore_all(config: Config, to_dir: Path) -> list[Path]:
+    root = Root(config.root)
+    return [path for session in root.sessions() for path in restore_session(root, session, to_dir)]
+
+
+def assert_restored(projects: Path, to_dir: Path, written: list[Path]) -> None:
+    """Every non-empty transcript and sidecar is back with the same bytes, nothing else is."""
+    expected = {
+        path.relative_to(projects)
+        for path in projects.rglob("*")
+        if path.is_file() and path.stat().st_size and path.name.endswith((".jsonl", ".meta.json"))
+    }
+    assert {path.relative_to(to_dir) for path in written} == expected
+    for relpath in expected:
+        assert (to_dir / relpath).read_bytes() == (projects / relpath).read_bytes(), relpath
+
+
+def line(n: int) -> bytes:
+    return orjson.dumps({"type": "user", "sessionId": SESSION, "n": n}) + b"\n"
+
+
+def test_a_session_comes_back_byte_for_byte(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    main = config.projects_dir / PROJECT / f"{SESSION}.jsonl"
+    main.parent.mkdir(parents=True)
+    main.write_bytes(b"".join(line(n) for n in range(2000)) + b"\r\n" + b'{"partial')
+    agents = main.parent / SESSION / "subagents"
+    agents.mkdir(parents=True)
+    (agents / "agent-a1.jsonl").write_bytes(line(1))
+    (agents / "agent-a1.meta.json").write_bytes(b'{"agentType":"Explore"}')
+    land(config)
+    (agents / "agent-a1.meta.json").write_bytes(b'{"agentType":"Plan"}')
+    land(config)
+    to_dir = tmp_path / "back"
+    written = restore_session(Root(config.root), SESSION, to_dir)
+    assert sorted(path.relative_to(to_dir).as_posix() for path in written) == [
+        f"{PROJECT}/{SESSION}.jsonl",
+        f"{PROJECT}/{SESSION}/subagents/agent-a1.jsonl",
+        f"{PROJECT}/{SESSION}/subagents/agent-a1.meta.json",
+    ]
+    source = main.read_bytes()
+    assert (to_dir / PROJECT / f"{SESSION}.jsonl").read_bytes() == source[: source.rfind(b"\n") + 1]
+    assert (to_dir / PROJECT / SESSION / "subagents" / "agent-a1.meta.json").read_bytes() == (
+        b'{"agentType":"Plan"}'
+    )
+    # Restoring again over identical files is fine.
+    assert len(restore_session(Root(config.root), SESSION, to_dir)) == 3
+
+
+def test_a_deleted_transcript_is_given_back(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    main = config.projects_dir / PROJECT / f"{SESSION}.jsonl"
+    main.parent.mkdir(parents=True)
+    original = line(1) + line(2)
+    main.write_bytes(original)
+    land(config)
+    main.unlink()
+    land(config)
+    (written,) = restore_session(Root(config.root), SESSION, config.projects_dir)
+    assert written == main and main.read_bytes() == original
+    # Put back where it was, it is the same transcript again: nothing re-lands.
+    assert land(config) == 0
+    main.write_bytes(original + line(3))
+    assert land(config) == 1
+
+
+def test_an_existing_file_with_other_bytes_is_left_and_reported(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    main = config.projects_dir / PROJECT / f"{SESSION}.jsonl"
+    main.parent.mkdir(parents=True)
+    main.write_bytes(line(1))
+    agent = main.parent / SESSION / "subagents" / "agent-a1.jsonl"
+    agent.parent.mkdir(parents=True)
+    agent.write_bytes(line(2))
+    land(config)
+    to_dir = tmp_path / "back"
+    (to_dir / PROJECT).mkdir(parents=True)
+    (to_dir / PROJECT / f"{SESSION}.jsonl").write_bytes(b"mine\n")
+    with pytest.raises(RestoreRefused) as refused:
+        restore_session(Root(config.root), SESSION, to_dir)
+    assert (to_dir / PROJECT / f"{SESSION}.jsonl").read_bytes() == b"mine\n"
+    assert refused.value.written == [to_dir / PROJECT / SESSION / "subagents" / "agent-a1.jsonl"]
+    assert "exists with other bytes" in refused.value.refused[0]
+
+
+def test_a_link_in_the_way_is_refused(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    main = config.projects_dir / PROJECT / f"{SESSION}.jsonl"
+    main.parent.mkdir(parents=True)
+    main.write_bytes(line(1))
+    land(config)
+    to_dir = tmp_path / "back"
+    to_dir.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (to_dir / PROJECT).symlink_to(elsewhere)
+    with pytest.raises(RestoreRefused) as refused:
+        restore_session(Root(config.root), SESSION, to_dir)
+    assert "link" in str(refused.value) and not list(elsewhere.iterdir())
+
+
+@pytest.mark.parametrize("source", ["/etc/evil.jsonl", "../evil.jsonl", "a/../../evil.jsonl"])
+def test_a_landed_path_leaving_the_target_is_refused(tmp_path: Path, source: str) -> None:
+    root = Root(tmp_path / "root")
+    header = {
+        "kind": TRANSCRIPT,
+        "session": SESSION,
+        "seq": 1,
+        "source": source,
+        "stream": "main",
+        "shape": "append",
+    }
+    meta = {"off": 0, "line": 1, "lines": 1, "sha256": "0" * 64}
+    directory = root.transcripts_dir(SESSION) / stream_key(source)
+    publish_new(
+        directory / Root.landed_name(TRANSCRIPT, 1), encode_file(header, [(meta, b"x\n")], "none")
+    )
+    to_dir = tmp_path / "back" / "inner"
+    with pytest.raises(RestoreRefused) as refused:
+        restore_session(root, SESSION, to_dir)
+    assert refused.value.written == [] and "outside" in refused.value.refused[0]
+    assert [p for p in (tmp_path / "back").rglob("*") if p.is_file()] == []
+    assert not Path("/etc/evil.jsonl").exists()
+
+
+def test_safe_relpath() -> None:
+    assert safe_relpath("-p/s.jsonl") is not None
+    for bad in ("", "/a", "a//b", "./a", "a/./b", "a\\b", "a/.."):
+        assert safe_relpath(bad) is None, bad
+
+
+def test_a_lost_window_is_reported_not_papered_over(tmp_path: Path) -> None:
+    config = make_config(tmp_path, budget=4096)
+    main = config.projects_dir / PROJECT / f"{SESSION}.jsonl"
+    main.parent.mkdir(parents=True)
+    main.write_bytes(b"".join(line(n) + b" " * 300 + b"\n" for n in range(50)))
+    land(config)
+    root = Root(config.root)
+    files = root.landed(root.transcripts_dir(SESSION) / stream_key(f"{PROJECT}/{SESSION}.jsonl"))
+    files[1].path.unlink()
+    with pytest.raises(RestoreRefused) as refused:
+        restore_session(root, SESSION, tmp_path / "back")
+    assert "never landed" in refused.value.refused[0]
+    assert not (tmp_path / "back" / PROJECT / f"{SESSION}.jsonl").exists()
+
+
+def test_every_sample_transcript_restores_byte_for_byte(tmp_path: Path) -> None:
+    base = SAMPLES / "transcripts"
+    if not base.is_dir():
+        pytest.skip(f"no samples at {SAMPLES}")
+    for layout in sorted(path for path in base.iterdir() if path.is_dir()):
+        projects = tmp_path / layout.name / "projects"
+        shutil.copytree(layout, projects)
+        config = make_config(tmp_path / layout.name, projects, budget=64 * 1024)
+        land(config)
+        to_dir = tmp_path / layout.name / "restored"
+        assert_restored(projects, to_dir, restore_all(config, to_dir))
+
+
+def test_a_synth_capture_lands_and_restores(tmp_path: Path) -> None:
+    synth = pytest.importorskip("asz.synth")
+    if not hasattr(synth, "synthesize"):
+        pytest.skip("asz.synth has no synthesize yet")
+    synth.synthesize(tmp_path / "capture", synth.SynthOptions())
+    projects = [path for path in (tmp_path / "capture").rglob("projects") if path.is_dir()]
+    assert len(projects) == 1
+    config = make_config(tmp_path, projects[0])
+    land(config)
+    to_dir = tmp_path / "restored"
+    written = restore_all(config, to_dir)
+    assert written
+    assert_restored(projects[0], to_dir, written)
