@@ -1,0 +1,420 @@
+"""The cache report: for every request, what made it miss the prompt cache, or that nothing did.
+
+The provider reads a request's cache front to back (tools, then system, then messages) and
+reuses what the previous request of the same chain wrote, so each request is compared with
+that previous request: the one joined to the call whose response carries the request id this
+request names in ``cc_prev_req``. A request that names none is a chain's ``first``.
+
+What is not a change: a message spelled as a plain string once it is no longer the newest
+and as a list of one text block while it is, a ``cache_control`` marker that moved, and the
+billing block (``system[0]``, whose ``cch``, ``cc_prev_req`` and ``cc_prompt_id`` change every
+call). What is: the model, a tool added, removed, changed or moved, a system block, the betas,
+the effort or thinking settings, a message rewritten, a new message list after a compaction,
+and time: the previous call's marker lifetime (5 minutes, or 1 hour where its newest marker
+says ``ttl: "1h"``) passing between the previous call's last transcript line and this call's
+first. One cause per request, the earliest in ``PRECEDENCE``; ``kept`` when the history only
+grew. See ``docs/view.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from asz.store.root import Root
+from asz.view.calls import Call, Transcript
+from asz.view.document import LazyBodies
+from asz.view.joins import LandedBody, join_session
+
+PRECEDENCE = (
+    "model",
+    "tools",
+    "system",
+    "betas",
+    "effort",
+    "compaction",
+    "messages",
+    "ttl",
+    "kept",
+)
+FIRST = "first"
+UNKNOWN = "unknown"
+"""No previous request to compare with, though the request names one (it is not landed,
+or not joined to its call)."""
+UNREADABLE = "unreadable"
+SHORT_TTL = 5 * 60
+LONG_TTL = 60 * 60
+BILLING_PREFIX = "x-anthropic-billing-header:"
+
+
+class _Interner:
+    """Small ints for equal normalised values, so a request's shape costs a few bytes a part."""
+
+    def __init__(self) -> None:
+        self._ids: dict[bytes, int] = {}
+
+    def __call__(self, value: object) -> int:
+        data = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        digest = hashlib.blake2b(data, digest_size=16).digest()
+        return self._ids.setdefault(digest, len(self._ids))
+
+
+@dataclass(slots=True)
+class Shape:
+    """What of a request decides what the cache can reuse, each part normalised and interned."""
+
+    model: object
+    tools: dict[str, int]
+    system: list[int]
+    betas: object
+    effort: object
+    thinking: object
+    messages: array
+    roles: list[str]
+    ttl: int
+    """Lifetime in seconds of what this request writes: its newest marker's."""
+
+
+def shape_of(request: dict[str, Any], intern: _Interner) -> Shape:
+    tools: dict[str, int] = {}
+    raw_tools = request.get("tools")
+    for n, tool in enumerate(raw_tools if isinstance(raw_tools, list) else []):
+        name = tool.get("name") if isinstance(tool, dict) else None
+        tools[name if isinstance(name, str) else f"#{n}"] = intern(_unmarked(tool))
+    system = request.get("system")
+    blocks = system if isinstance(system, list) else [] if system is None else [system]
+    messages = request.get("messages")
+    messages = messages if isinstance(messages, list) else []
+    output = request.get("output_config")
+    return Shape(
+        model=request.get("model"),
+        tools=tools,
+        system=[intern(_unmarked(block)) for block in blocks if not _is_billing(block)],
+        betas=request.get("betas"),
+        effort=output.get("effort") if isinstance(output, dict) else None,
+        thinking=request.get("thinking"),
+        messages=array("q", (intern(normalised_message(m)) for m in messages)),
+        roles=[str(m.get("role")) if isinstance(m, dict) else "?" for m in messages],
+        ttl=_newest_ttl(raw_tools, blocks, messages),
+    )
+
+
+def normalised_message(message: object) -> object:
+    """One spelling of a message: markers dropped from its blocks, and a content of exactly
+    one ``{"type":"text","text":…}`` block written as the plain string."""
+    if not isinstance(message, dict) or not isinstance(message.get("content"), list):
+        return message
+    blocks = [_unmarked(block) for block in message["content"]]
+    if len(blocks) == 1 and isinstance(blocks[0], dict) and blocks[0].keys() == {"type", "text"}:
+        only = blocks[0]
+        if only["type"] == "text" and isinstance(only["text"], str):
+            return {**message, "content": only["text"]}
+    return {**message, "content": blocks}
+
+
+def _unmarked(value: object) -> object:
+    if isinstance(value, dict) and "cache_control" in value:
+        return {k: v for k, v in value.items() if k != "cache_control"}
+    return value
+
+
+def _is_billing(block: object) -> bool:
+    text = block.get("text") if isinstance(block, dict) else block
+    return isinstance(text, str) and text.startswith(BILLING_PREFIX)
+
+
+def _newest_ttl(tools: object, system: list[Any], messages: list[Any]) -> int:
+    """The lifetime the last marker of the request asks for (messages, then system, tools)."""
+    places: list[Iterable[object]] = [
+        reversed(_content(m)) for m in reversed(messages) if isinstance(m, dict)
+    ]
+    places += [reversed(system), reversed(tools if isinstance(tools, list) else [])]
+    for place in places:
+        for block in place:
+            marker = block.get("cache_control") if isinstance(block, dict) else None
+            if isinstance(marker, dict):
+                return LONG_TTL if marker.get("ttl") == "1h" else SHORT_TTL
+    return SHORT_TTL
+
+
+def _content(message: dict[str, Any]) -> list[Any]:
+    content = message.get("content")
+    return content if isinstance(content, list) else []
+
+
+@dataclass(frozen=True, slots=True)
+class Between:
+    """What the transcripts say happened between the previous call and this one."""
+
+    gap_seconds: float | None
+    compacted: bool
+
+
+def compare(previous: Shape, current: Shape, between: Between) -> list[tuple[str, str]]:
+    """Every ``(cause, detail)`` that holds, in ``PRECEDENCE`` order; ``kept`` when none does."""
+    found: list[tuple[str, str]] = []
+    if previous.model != current.model:
+        found.append(("model", f"{previous.model} -> {current.model}"))
+    tools = _tool_change(previous.tools, current.tools)
+    if tools:
+        found.append(("tools", tools))
+    system = _list_change("system block", previous.system, current.system)
+    if system:
+        found.append(("system", system))
+    if previous.betas != current.betas:
+        found.append(("betas", f"{_show(previous.betas)} -> {_show(current.betas)}"))
+    if previous.effort != current.effort:
+        found.append(("effort", f"effort {_show(previous.effort)} -> {_show(current.effort)}"))
+    elif previous.thinking != current.thinking:
+        found.append(
+            ("effort", f"thinking {_show(previous.thinking)} -> {_show(current.thinking)}")
+        )
+    found.extend(_message_change(previous, current, between))
+    if between.gap_seconds is not None and between.gap_seconds > previous.ttl:
+        found.append(
+            (
+                "ttl",
+                f"{_duration(between.gap_seconds)} passed the {_duration(previous.ttl)} lifetime",
+            )
+        )
+    return found or [("kept", "the history only grew")]
+
+
+def _tool_change(previous: dict[str, int], current: dict[str, int]) -> str | None:
+    added = [name for name in current if name not in previous]
+    removed = [name for name in previous if name not in current]
+    changed = [n for n, v in current.items() if n in previous and previous[n] != v]
+    parts = [
+        f"{label} {', '.join(names)}"
+        for label, names in (("added", added), ("removed", removed), ("changed", changed))
+        if names
+    ]
+    if not parts and list(previous) != list(current):
+        parts.append("reordered")
+    return "; ".join(parts) or None
+
+
+def _list_change(label: str, previous: list[int], current: list[int]) -> str | None:
+    for n, (a, b) in enumerate(zip(previous, current, strict=False)):
+        if a != b:
+            return f"{label} {n} changed"
+    if len(previous) != len(current):
+        return f"{len(previous)} -> {len(current)} {label}s"
+    return None
+
+
+def _message_change(previous: Shape, current: Shape, between: Between) -> list[tuple[str, str]]:
+    old, new = previous.messages, current.messages
+    if old and new and old[0] != new[0] and (between.compacted or len(new) < len(old)):
+        return [("compaction", f"a new list of {len(new)} messages (was {len(old)})")]
+    for n, (a, b) in enumerate(zip(old, new, strict=False)):
+        if a != b:
+            return [("messages", f"message {n} ({current.roles[n]}) rewritten")]
+    if len(new) < len(old):
+        return [("messages", f"messages {len(new)}-{len(old) - 1} dropped")]
+    return []
+
+
+def _show(value: object) -> str:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _duration(seconds: float) -> str:
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def _seconds_between(earlier: str | None, later: str | None) -> float | None:
+    if not earlier or not later:
+        return None
+    try:
+        return (datetime.fromisoformat(later) - datetime.fromisoformat(earlier)).total_seconds()
+    except (ValueError, TypeError):
+        return None
+
+
+def _compacted_between(transcript: Transcript, before: Call, after: Call) -> bool:
+    return before.stream == after.stream and any(
+        epoch.stream == after.stream and before.position < epoch.position < after.position
+        for epoch in transcript.epochs
+    )
+
+
+class _Report:
+    """One session's rows: request shapes are read once each and kept small."""
+
+    def __init__(self, root: Root, session: str) -> None:
+        self.joined = join_session(root, session)
+        self.lazy = LazyBodies(root, session)
+        self._intern = _Interner()
+        self._shapes: dict[str, Shape | None] = {}
+        responses: dict[str, list[str]] = {}
+        for body in self.joined.bodies.values():
+            request_id = body.keys.get("request_id")
+            if body.role == "response" and request_id:
+                responses.setdefault(request_id, []).append(body.record_id)
+        self._response_of_request = {k: v[0] for k, v in responses.items() if len(v) == 1}
+
+    def shape(self, record_id: str) -> Shape | None:
+        if record_id not in self._shapes:
+            value = self.lazy.parsed(record_id)
+            self._shapes[record_id] = shape_of(value, self._intern) if value is not None else None
+        return self._shapes[record_id]
+
+    def previous(self, named: str) -> str | None:
+        """The request joined to the call whose response carries request id ``named``."""
+        joins = self.joined.joins
+        response = self._response_of_request.get(named)
+        message_id = joins.call_of.get(response) if response else None
+        return joins.request_of.get(message_id) if message_id else None
+
+    def row(self, request: LandedBody) -> dict[str, Any]:
+        joins = self.joined.joins
+        calls = self.joined.transcript.calls
+        message_id = joins.call_of.get(request.record_id)
+        call = calls.get(message_id) if message_id else None
+        named = request.keys.get("prev_request")
+        previous_id = self.previous(named) if named else None
+        current = self.shape(request.record_id)
+        previous = self.shape(previous_id) if previous_id else None
+        also: list[str] = []
+        if current is None:
+            cause, detail = UNREADABLE, "the request does not rebuild or is not a JSON object"
+        elif not named:
+            cause, detail = FIRST, "names no previous request"
+        elif previous_id is None or previous is None:
+            cause, detail = UNKNOWN, f"no readable request is joined to the call of {named}"
+        else:
+            before = calls[joins.call_of[previous_id]]
+            between = Between(
+                gap_seconds=_seconds_between(before.last_time, call.time) if call else None,
+                compacted=call is not None
+                and _compacted_between(self.joined.transcript, before, call),
+            )
+            found = sorted(
+                compare(previous, current, between), key=lambda item: PRECEDENCE.index(item[0])
+            )
+            (cause, detail), also = found[0], [item[0] for item in found[1:]]
+        response_id = joins.response_of.get(message_id) if message_id else None
+        facts = self.lazy.response_facts(response_id) if response_id else None
+        usage = (facts or {}).get("usage") or {}
+        return {
+            "request_id": request.record_id,
+            "message_id": message_id,
+            "stream": call.stream if call else None,
+            "time": call.time if call else None,
+            "previous": previous_id,
+            "cause": cause,
+            "detail": detail,
+            "also": also,
+            "input_tokens": usage.get("input_tokens"),
+            "cache_read_input_tokens": usage.get("cache_read_input_tokens"),
+            "cache_creation_input_tokens": usage.get("cache_creation_input_tokens"),
+            "reported_miss_reason": (facts or {}).get("cache_miss_reason"),
+        }
+
+
+def cache_report(root: Root, session: str) -> dict[str, Any]:
+    """Rows (one per landed request, in landing order) and per-session totals."""
+    report = _Report(root, session)
+    rows = [report.row(body) for body in report.joined.bodies.values() if body.role == "request"]
+    return {
+        "session": session,
+        "rows": rows,
+        "totals": _totals(rows),
+        "problems": report.joined.problems + report.lazy.problems,
+    }
+
+
+def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    sums = {
+        key: sum(row[key] or 0 for row in rows)
+        for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    }
+    read = sums["cache_read_input_tokens"]
+    whole = read + sums["cache_creation_input_tokens"] + sums["input_tokens"]
+    by_cause: dict[str, dict[str, int]] = {}
+    for row in rows:
+        entry = by_cause.setdefault(row["cause"], {"requests": 0, "cache_creation_input_tokens": 0})
+        entry["requests"] += 1
+        entry["cache_creation_input_tokens"] += row["cache_creation_input_tokens"] or 0
+    return {
+        "requests": len(rows),
+        "with_usage": sum(row["input_tokens"] is not None for row in rows),
+        **sums,
+        "hit_ratio": round(read / whole, 4) if whole else None,
+        "by_cause": by_cause,
+    }
+
+
+_COLUMNS = (
+    ("#", "n"),
+    ("request", "request_id"),
+    ("message", "message_id"),
+    ("cause", "cause"),
+    ("input", "input_tokens"),
+    ("read", "cache_read_input_tokens"),
+    ("written", "cache_creation_input_tokens"),
+    ("detail", "detail"),
+)
+
+
+def format_cache_report(report: dict[str, Any]) -> str:
+    """An aligned table, one line per request, then the session's totals."""
+    table = [[title for title, _ in _COLUMNS]]
+    for n, row in enumerate(report["rows"], start=1):
+        cells = {**row, "n": n}
+        line = [_cell(key, cells.get(key)) for _, key in _COLUMNS]
+        if row["also"]:
+            line[-1] += f" (also {', '.join(row['also'])})"
+        if row["reported_miss_reason"] is not None:
+            line[-1] += f" [reported: {_cell('reported', row['reported_miss_reason'])}]"
+        table.append(line)
+    numeric = {"#", "input", "read", "written"}
+    widths = [max(len(line[i]) for line in table) for i in range(len(_COLUMNS))]
+    lines = [
+        "  ".join(
+            cell.rjust(width) if title in numeric else cell.ljust(width)
+            for (title, _), cell, width in zip(_COLUMNS, line, widths, strict=True)
+        ).rstrip()
+        for line in table
+    ]
+    totals = report["totals"]
+    ratio = totals["hit_ratio"]
+    lines.append("")
+    lines.append(
+        f"session {report['session']}: {totals['requests']} requests, "
+        f"{totals['with_usage']} with usage; "
+        f"hit ratio {'-' if ratio is None else f'{ratio:.1%}'} "
+        f"(read {totals['cache_read_input_tokens']}, "
+        f"written {totals['cache_creation_input_tokens']}, input {totals['input_tokens']})"
+    )
+    for cause, entry in sorted(totals["by_cause"].items(), key=lambda kv: _rank(kv[0])):
+        lines.append(
+            f"  {cause:<11} {entry['requests']:>5} requests  "
+            f"{entry['cache_creation_input_tokens']:>10} tokens written"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _rank(cause: str) -> int:
+    order = (FIRST, *PRECEDENCE, UNKNOWN, UNREADABLE)
+    return order.index(cause) if cause in order else len(order)
+
+
+def _cell(key: str, value: object) -> str:
+    if value is None:
+        return "-"
+    if key in ("request_id", "message_id") and isinstance(value, str) and len(value) > 20:
+        return value[:20] + "…"
+    return value if isinstance(value, str) else _show(value)

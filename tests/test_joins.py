@@ -1,0 +1,562 @@
+"""The body-to-call joins, rule by rule, on small sessions landed through the store.
+
+``HandMade`` writes transcript lines and bodies the way Claude Code does and lands them with
+the real lander and body store, so every test reads what a real root would hold. The other
+view tests build their sessions with it too.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from asz.adapters.provider_index import sync_index
+from asz.adapters.session_filter import Verdict
+from asz.bodykeys import read_keys
+from asz.store.bodies import BodyStore, IncomingBody
+from asz.store.root import Root
+from asz.store.transcripts import MAIN_STREAM, LandedLine, TranscriptLander, TranscriptSource
+from asz.view.calls import read_transcript
+from asz.view.joins import (
+    AMBIGUOUS,
+    GAP,
+    NO_CALL,
+    NO_PROMPT,
+    SYNTHETIC,
+    TAKEN,
+    LandedBody,
+    join,
+    join_session,
+)
+
+SESSION = "11111111-2222-4333-8444-555555555555"
+MODEL = "claude-opus-4-6"
+PROJECT = "-home-dev-proj"
+START = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)
+TOOLS = [
+    {"name": name, "description": f"The {name} tool. " + "x" * 1200, "input_schema": {}}
+    for name in ("Agent", "Bash", "Read")
+]
+SYSTEM_PROMPT = "You are an interactive agent that helps users with software engineering tasks."
+
+
+def user_message(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def spelled(messages: list[dict[str, Any]], ttl: str | None = "1h") -> list[dict[str, Any]]:
+    """The message list as Claude Code sends it: the newest message's text as a list of one
+    block carrying the marker, every older one as written."""
+    out = [dict(m) for m in messages]
+    if out:
+        newest = out[-1]
+        content = newest["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        marker: dict[str, Any] = {"type": "ephemeral"}
+        if ttl:
+            marker["ttl"] = ttl
+        newest["content"] = [*blocks[:-1], {**blocks[-1], "cache_control": marker}]
+    return out
+
+
+@dataclass
+class HandMade:
+    """One session written by hand and landed through the store."""
+
+    base: Path
+    session: str = SESSION
+    streams: dict[str, list[bytes]] = field(default_factory=dict)
+    bodies: list[IncomingBody] = field(default_factory=list)
+    index: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+    _ids: itertools.count = field(default_factory=itertools.count)
+
+    @property
+    def root(self) -> Root:
+        return Root(self.base / "root")
+
+    def now(self, advance: float = 1.0) -> str:
+        self.seconds += advance
+        stamp = START + timedelta(seconds=self.seconds)
+        return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    def uuid(self) -> str:
+        return f"00000000-0000-4000-8000-{next(self._ids):012d}"
+
+    def line(self, stream: str, value: dict[str, Any], advance: float = 1.0) -> None:
+        envelope = {
+            "parentUuid": None,
+            "isSidechain": stream != MAIN_STREAM,
+            "userType": "external",
+            "cwd": "/home/dev/proj",
+            "sessionId": self.session,
+            "version": "2.1.260",
+            "uuid": self.uuid(),
+            "timestamp": self.now(advance),
+        }
+        if stream != MAIN_STREAM:
+            envelope["agentId"] = stream
+        self.streams.setdefault(stream, []).append(orjson.dumps({**envelope, **value}))
+
+    def prompt(self, stream: str, prompt_id: str | None, text: str = "do it") -> None:
+        value: dict[str, Any] = {"type": "user", "message": user_message(text)}
+        if prompt_id:
+            value["promptId"] = prompt_id
+        self.line(stream, value)
+
+    def call(
+        self,
+        stream: str,
+        message_id: str,
+        request_id: str | None = None,
+        *,
+        model: str = MODEL,
+        texts: int = 2,
+        tool_uses: tuple[str, ...] = (),
+        advance: float = 1.0,
+    ) -> None:
+        """The assistant lines of one call: one per content block."""
+        blocks: list[dict[str, Any]] = [{"type": "thinking", "thinking": "", "signature": "s"}]
+        blocks += [{"type": "text", "text": f"part {n}"} for n in range(texts - 1)]
+        blocks += [{"type": "tool_use", "id": t, "name": "Agent", "input": {}} for t in tool_uses]
+        for n, block in enumerate(blocks):
+            value: dict[str, Any] = {
+                "type": "assistant",
+                "message": {
+                    "id": message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [block],
+                    "stop_reason": None,
+                    "usage": {"input_tokens": 3, "output_tokens": 1},
+                },
+            }
+            if request_id:
+                value["requestId"] = request_id
+            self.line(stream, value, advance if n == 0 else 0.1)
+
+    def agent_result(self, stream: str, tool_use_id: str, agent: str, prompt_id: str) -> None:
+        self.line(
+            stream,
+            {
+                "type": "user",
+                "promptId": prompt_id,
+                "message": {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": tool_use_id}],
+                },
+                "toolUseResult": {"status": "completed", "agentId": agent},
+            },
+        )
+
+    def compaction(self, stream: str, summary: str) -> None:
+        self.line(
+            stream,
+            {
+                "type": "system",
+                "subtype": "compact_boundary",
+                "content": "Conversation compacted",
+                "compactMetadata": {"trigger": "manual", "preTokens": 1234},
+            },
+        )
+        self.line(
+            stream,
+            {"type": "user", "message": user_message(summary), "isCompactSummary": True},
+        )
+
+    def request(
+        self,
+        prompt: str | None,
+        prev: str | None = None,
+        messages: list[dict[str, Any]] | None = None,
+        *,
+        name: str | None = None,
+        ttl: str | None = "1h",
+        **fields: Any,
+    ) -> str:
+        """Lands (later) a request naming ``prompt`` and ``prev``; returns its record id."""
+        billing = "x-anthropic-billing-header: cc_version=2.1.260.a1b; cc_entrypoint=cli; "
+        billing += f"cch={len(self.bodies):05d};"
+        if prev:
+            billing += f" cc_prev_req={prev};"
+        if prompt:
+            billing += f" cc_prompt_id={prompt};"
+        marker: dict[str, Any] = {"type": "ephemeral", **({"ttl": ttl} if ttl else {})}
+        body: dict[str, Any] = {
+            "model": MODEL,
+            "messages": spelled(messages or [user_message("do it")], ttl),
+            "system": [
+                {"type": "text", "text": billing},
+                {"type": "text", "text": "You are Claude Code.", "cache_control": marker},
+                {"type": "text", "text": SYSTEM_PROMPT, "cache_control": marker},
+            ],
+            "tools": TOOLS,
+            "metadata": {"user_id": orjson.dumps({"session_id": self.session}).decode()},
+            "max_tokens": 32000,
+            "thinking": {"type": "adaptive"},
+            "output_config": {"effort": "high"},
+        }
+        body.update(fields)
+        stem = name or self.uuid()
+        self._add(f"{stem}.request", "request", orjson.dumps(body))
+        return f"{stem}.request"
+
+    def response(
+        self,
+        request_id: str | None,
+        message_id: str | None,
+        usage: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> str:
+        body: dict[str, Any] = {"model": MODEL, "type": "message", "role": "assistant"}
+        if message_id:
+            body["id"] = message_id
+        body["content"] = [{"type": "text", "text": "done"}]
+        body["stop_reason"] = "end_turn"
+        body["usage"] = usage or {"input_tokens": 5, "output_tokens": 7}
+        body.update(fields)
+        stem = request_id or self.uuid()
+        self._add(f"{stem}.response", "response", orjson.dumps(body))
+        return f"{stem}.response"
+
+    def _add(self, record_id: str, role: str, data: bytes) -> None:
+        stem = record_id.rsplit(".", 1)[0]
+        self.bodies.append(
+            IncomingBody(
+                record_id=record_id,
+                role=role,
+                src=f"{record_id}.json",
+                body=data,
+                keys=read_keys(role, stem, data),
+                mtime_ns=len(self.bodies),
+            )
+        )
+
+    def index_line(self, request: str, response: str, message_id: str) -> None:
+        self.index.append(
+            {
+                "session_id": self.session,
+                "message_id": message_id,
+                "request_file": f"/home/dev/.claude/asz/provider-bodies/{request}.json",
+                "response_file": f"/home/dev/.claude/asz/provider-bodies/{response}.json",
+            }
+        )
+
+    def land(self, gap_in: str | None = None) -> Root:
+        """Writes and lands everything; ``gap_in`` loses the landed file of that stream's
+        second line, as a damaged or removed file would."""
+        root = self.root
+        root.ensure()
+        lander = TranscriptLander(
+            root,
+            compression="zstd",
+            max_delta_bytes=1,  # one line per landed file, so a gap can be made
+            next_seq=lambda: root.next_seq(self.session),
+            on_window=lambda window: None,
+            max_windows=100_000,
+        )
+        for stream, lines in self.streams.items():
+            relpath = (
+                f"{PROJECT}/{self.session}.jsonl"
+                if stream == MAIN_STREAM
+                else f"{PROJECT}/{self.session}/subagents/agent-{stream}.jsonl"
+            )
+            path = self.base / "projects" / relpath
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"".join(line + b"\n" for line in lines))
+            outcome = lander.land(TranscriptSource(path, relpath, self.session, stream))
+            assert outcome.error is None and outcome.conflict is None
+            if stream == gap_in:
+                source = TranscriptSource(path, relpath, self.session, stream)
+                landed = root.landed(root.transcripts_dir(self.session) / source.key)
+                landed[1].path.unlink()
+        if self.bodies:
+            outcome = BodyStore(root).land(self.session, self.bodies, 2 * 1024 * 1024)
+            assert not outcome.errors and not outcome.conflicts
+        if self.index:
+            bodies_dir = self.base / "provider-bodies"
+            bodies_dir.mkdir(exist_ok=True)
+            data = b"".join(orjson.dumps(line) + b"\n" for line in self.index)
+            (bodies_dir / "index.jsonl").write_bytes(data)
+            result = sync_index(bodies_dir, root, lambda s: Verdict.COLLECT, 1 << 20, "zstd")
+            assert not result.errors
+        return root
+
+
+def chain(
+    made: HandMade, stream: str, prompt: str, calls: list[tuple[str, str]], prev: str | None = None
+) -> list[str]:
+    """Lines and bodies of consecutive calls ``(message id, request id)`` of one prompt in a
+    stream, each request naming the one before; returns the request record ids."""
+    records = []
+    for message_id, request_id in calls:
+        made.call(stream, message_id, request_id)
+        records.append(made.request(prompt, prev))
+        made.response(request_id, message_id)
+        prev = request_id
+    return records
+
+
+def joined_pairs(root: Root, session: str = SESSION) -> dict[str, tuple[str | None, str | None]]:
+    """Message id -> (joined request record id, joined response record id)."""
+    joined = join_session(root, session)
+    joins = joined.joins
+    return {
+        message_id: (joins.request_of.get(message_id), joins.response_of.get(message_id))
+        for message_id in joined.transcript.calls
+    }
+
+
+def test_a_chain_joins_each_call_to_its_request_and_its_response(tmp_path: Path) -> None:
+    made = HandMade(tmp_path)
+    made.prompt(MAIN_STREAM, "p1")
+    first = chain(made, MAIN_STREAM, "p1", [("msg_1", "req_1"), ("msg_2", "req_2")])
+    made.prompt(MAIN_STREAM, "p2")
+    second = chain(made, MAIN_STREAM, "p2", [("msg_3", "req_3")], prev="req_2")
+    pairs = joined_pairs(made.land())
+    assert pairs == {
+        "msg_1": (first[0], "req_1.response"),
+        "msg_2": (first[1], "req_2.response"),
+        "msg_3": (second[0], "req_3.response"),
+    }
+
+
+def test_a_subagent_matches_the_prompt_of_the_parent_call_that_started_it(
+    tmp_path: Path,
+) -> None:
+    made = HandMade(tmp_path)
+    agent = "a0123456789abcdef"
+    made.prompt(MAIN_STREAM, "p0")
+    chain(made, MAIN_STREAM, "p0", [("msg_0", "req_0")])
+    made.prompt(MAIN_STREAM, "p1")
+    made.call(MAIN_STREAM, "msg_1", "req_1", tool_uses=("toolu_1",))
+    main_first = made.request("p1", "req_0")
+    made.response("req_1", "msg_1")
+    made.prompt(agent, None, "look around")
+    sub = chain(made, agent, "p1", [("msg_s1", "req_s1"), ("msg_s2", "req_s2")])
+    made.agent_result(MAIN_STREAM, "toolu_1", agent, "p1")
+    made.call(MAIN_STREAM, "msg_2", "req_2")
+    main_second = made.request("p1", "req_1")
+    made.response("req_2", "msg_2")
+    root = made.land()
+    pairs = joined_pairs(root)
+    assert pairs["msg_1"] == (main_first, "req_1.response")
+    assert pairs["msg_s1"] == (sub[0], "req_s1.response")
+    assert pairs["msg_s2"] == (sub[1], "req_s2.response")
+    assert pairs["msg_2"] == (main_second, "req_2.response")
+    stream = join_session(root, SESSION).transcript.streams[agent]
+    assert stream.started_by is not None
+    assert (stream.started_by.message_id, stream.started_by.tool_use_id) == ("msg_1", "toolu_1")
+
+
+def test_a_retried_request_is_two_requests_with_the_same_ids_and_neither_joins(
+    tmp_path: Path,
+) -> None:
+    made = HandMade(tmp_path)
+    made.prompt(MAIN_STREAM, "p1")
+    made.call(MAIN_STREAM, "msg_1", "req_1")
+    tried = made.request("p1")
+    retried = made.request("p1")
+    made.response("req_1", "msg_1")
+    joined = join_session(made.land(), SESSION)
+    assert joined.joins.request_of == {}
+    assert joined.joins.response_of == {"msg_1": "req_1.response"}
+    for record_id in (tried, retried):
+        assert joined.joins.unjoined[record_id].reason == AMBIGUOUS
+
+
+def test_the_index_names_which_of_two_retried_requests_was_answered(tmp_path: Path) -> None:
+    made = HandMade(tmp_path)
+    made.prompt(MAIN_STREAM, "p1")
+    made.call(MAIN_STREAM, "msg_1", "req_1")
+    tried = made.request("p1")
+    retried = made.request("p1")
+    made.response("req_1", "msg_1")
+    made.index_line(retried, "req_1.response", "msg_1")
+    joined = join_session(made.land(), SESSION)
+    assert joined.joins.request_of == {"msg_1": retried}
+    assert joined.joins.via_index == {retried}
+    assert joined.joins.unjoined[tried].reason == TAKEN
+
+
+def test_first_calls_of_two_streams_under_one_prompt_join_no_request(tmp_path: Path) -> None:
+    made = HandMade(tmp_path)
+    made.prompt(MAIN_STREAM, "p1")
+    made.call(MAIN_STREAM, "msg_1", "req_1", tool_uses=("toolu_a", "toolu_b"))
+    made.request("p1")
+    made.response("req_1", "msg_1")
+    firsts = []
+    for agent, tool_use in (("a1111111111111111", "toolu_a"), ("a2222222222222222", "toolu_b")):
+        made.prompt(agent, None, "look")
+        firsts.append(chain(made, agent, "p1", [(f"msg_{agent}", f"req_{agent}")])[0])
+        made.agent_result(MAIN_STREAM, tool_use, agent, "p1")
+    joined = join_session(made.land(), SESSION)
+    for record_id in firsts:
+        assert record_id not in joined.joins.call_of
+        assert joined.joins.unjoined[record_id].reason == AMBIGUOUS
+    # Their responses still join, and so does the main stream's first request, whose
+    # previous request is none but whose stream is another.
+    assert set(joined.joins.response_of) == {
+        "msg_1",
+        *(f"msg_{a}" for a in ("a1111111111111111", "a2222222222222222")),
+    }
+
+
+def test_a_stream_with_a_gap_joins_no_request_but_its_responses(tmp_path: Path) -> None:
+    made = HandMade(tmp_path)
+    made.prompt(MAIN_STREAM, "p1")
+    records = chain(made, MAIN_STREAM, "p1", [("msg_1", "req_1"), ("msg_2", "req_2")])
+    root = made.land(gap_in=MAIN_STREAM)
+    joined = join_session(root, SESSION)
+    assert joined.transcript.streams[MAIN_STREAM].gap is not None
+    assert joined.joins.request_of == {}
+    assert joined.joins.response_of == {"msg_1": "req_1.response", "msg_2": "req_2.response"}
+    assert {joined.joins.unjoined[r].reason for r in records} == {GAP}
+
+
+def test_the_same_session_without_the_gap_joins_every_request(tmp_path: Path) -> None:
+    made = HandMade(tmp_path)
+    made.prompt(MAIN_STREAM, "p1")
+    records = chain(made, MAIN_STREAM, "p1", [("msg_1", "req_1"), ("msg_2", "req_2")])
+    joined = join_session(made.land(), SESSION)
+    assert joined.transcript.streams[MAIN_STREAM].gap is None
+    assert joined.joins.request_of == {"msg_1": records[0], "msg_2": records[1]}
+
+
+def test_a_synthetic_call_is_kept_out_and_is_not_the_call_before(tmp_path: Path) -> None:
+    made = HandMade(tmp_path)
+    made.prompt(MAIN_STREAM, "p1")
+    made.call(MAIN_STREAM, "msg_1", "req_1")
+    first = made.request("p1")
+    made.response("req_1", "msg_1")
+    made.call(MAIN_STREAM, "0e0b8c4f-5a7e-4f4e-9a51-7a0a0f0e0b8c", model="<synthetic>", texts=1)
+    made.response(None, "0e0b8c4f-5a7e-4f4e-9a51-7a0a0f0e0b8c")
+    made.prompt(MAIN_STREAM, "p2")
+    made.call(MAIN_STREAM, "msg_2", "req_2")
+    second = made.request("p2", "req_1")
+    made.response("req_2", "msg_2")
+    joined = join_session(made.land(), SESSION)
+    synthetic = joined.transcript.calls["0e0b8c4f-5a7e-4f4e-9a51-7a0a0f0e0b8c"]
+    assert synthetic.synthetic
+    assert joined.joins.request_of == {"msg_1": first, "msg_2": second}
+    assert set(joined.joins.response_of) == {"msg_1", "msg_2"}
+    reasons = {why.reason for why in joined.joins.unjoined.values()}
+    assert reasons == {SYNTHETIC}
+
+
+def test_title_and_compaction_requests_stay_unjoined(tmp_path: Path) -> None:
+    made = HandMade(tmp_path)
+    made.prompt(MAIN_STREAM, "p1")
+    records = chain(made, MAIN_STREAM, "p1", [("msg_1", "req_1")])
+    title = made.request("p1", "req_title_prev", model="claude-haiku-4-5")
+    made.response("req_title", "msg_title")
+    compaction = made.request(None, "req_1")
+    made.response("req_compact", "msg_compact")
+    made.compaction(MAIN_STREAM, "Summary of the work so far.")
+    made.prompt(MAIN_STREAM, "p2")
+    after = chain(made, MAIN_STREAM, "p2", [("msg_2", "req_2")], prev="req_1")
+    joined = join_session(made.land(), SESSION)
+    assert joined.joins.request_of == {"msg_1": records[0], "msg_2": after[0]}
+    unjoined = joined.joins.unjoined
+    assert unjoined[title].reason == NO_CALL
+    assert unjoined[compaction].reason == NO_PROMPT
+    assert unjoined["req_title.response"].reason == NO_CALL
+    assert unjoined["req_compact.response"].reason == NO_CALL
+    epoch = joined.transcript.epochs[0]
+    assert epoch.summary == "Summary of the work so far."
+
+
+def test_the_call_after_one_without_a_response_carries_no_pair(tmp_path: Path) -> None:
+    made = HandMade(tmp_path)
+    made.prompt(MAIN_STREAM, "p1")
+    made.call(MAIN_STREAM, "msg_1", "req_1")
+    first = made.request("p1")
+    made.call(MAIN_STREAM, "msg_2", "req_2")
+    second = made.request("p1", "req_1")
+    made.response("req_2", "msg_2")
+    joined = join_session(made.land(), SESSION)
+    assert joined.joins.request_of == {"msg_1": first}
+    assert joined.joins.unjoined[second].reason == NO_CALL
+
+
+def test_two_responses_with_one_message_id_join_neither(tmp_path: Path) -> None:
+    made = HandMade(tmp_path)
+    made.prompt(MAIN_STREAM, "p1")
+    made.call(MAIN_STREAM, "msg_1", "req_1")
+    made.request("p1")
+    made.response("req_1", "msg_1")
+    made.response("req_1b", "msg_1")
+    joined = join_session(made.land(), SESSION)
+    assert joined.joins.response_of == {}
+    assert joined.joins.unjoined["req_1.response"].reason == AMBIGUOUS
+    assert joined.joins.unjoined["req_1b.response"].reason == AMBIGUOUS
+
+
+# The join as a pure function: whatever is missing or repeated, no join is ever wrong.
+
+
+@dataclass
+class _Truth:
+    lines: list[LandedLine]
+    bodies: dict[str, LandedBody]
+    owner: dict[str, str]  # record id -> the message id it truly belongs to
+
+
+def _line(stream: str, n: int, value: dict[str, Any], offset: int) -> LandedLine:
+    data = orjson.dumps(value) + b"\n"
+    return LandedLine(stream, f"{PROJECT}/{stream}.jsonl", n, offset, data)
+
+
+@st.composite
+def _sessions(draw: st.DrawFn) -> _Truth:
+    """Streams of calls over a few prompts, then some bodies lost, repeated or retried."""
+    lines: list[LandedLine] = []
+    bodies: dict[str, LandedBody] = {}
+    owner: dict[str, str] = {}
+    streams = draw(st.integers(1, 3))
+    prompts = [f"p{n}" for n in range(draw(st.integers(1, 3)))]
+    for s in range(streams):
+        stream = MAIN_STREAM if s == 0 else f"a{s:016x}"
+        offset, number, prev = 0, 1, ""
+        prompt = None
+        for c in range(draw(st.integers(1, 5))):
+            if stream == MAIN_STREAM or prompt is None:
+                prompt = draw(st.sampled_from(prompts))
+            user = {"type": "user", "promptId": prompt}
+            for value in (user, {"type": "assistant", "message": {"id": f"m{s}.{c}"}}):
+                lines.append(_line(stream, number, value, offset))
+                offset += len(lines[-1].data)
+                number += 1
+            message_id, request_id = f"m{s}.{c}", f"r{s}.{c}"
+            copies = draw(st.sampled_from([0, 1, 1, 1, 2]))
+            for k in range(copies):
+                rid = f"q{s}.{c}.{k}"
+                keys = {"prompt": prompt, **({"prev_request": prev} if prev else {})}
+                bodies[rid] = LandedBody(rid, "request", keys, "f", 1, len(bodies) + 1)
+                owner[rid] = message_id
+            if draw(st.booleans()) or c == 0:
+                rid = f"{request_id}.response"
+                keys = {"message_id": message_id, "request_id": request_id}
+                bodies[rid] = LandedBody(rid, "response", keys, "f", 1, len(bodies) + 1)
+                owner[rid] = message_id
+            prev = request_id
+    return _Truth(lines, bodies, owner)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_sessions())
+def test_no_join_is_ever_wrong(truth: _Truth) -> None:
+    transcript = read_transcript(truth.lines)
+    joins = join(transcript, truth.bodies, [])
+    for record_id, message_id in joins.call_of.items():
+        assert truth.owner[record_id] == message_id
+    for record_id in truth.bodies:
+        assert (record_id in joins.call_of) != (record_id in joins.unjoined)
