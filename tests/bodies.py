@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from hypothesis import strategies as st
 
 from asz.store.scan import MIN_PIECE, Shape
 
@@ -304,3 +305,55 @@ class JsonWriter:
             if first_only and i == 0:
                 self.first_message = (start, len(self.out))
         self.out += self.space + b"]"
+
+
+# -- hypothesis strategies for JSON objects to write -------------------------------------------
+
+SPACING = st.sampled_from(["", " ", "\n  ", "\t\r\n "])
+CHARS = st.sampled_from(["a", '"', "\\", "é", "\n", "€", "𝄞", "/", "\x01"])
+LONG_TEXT = st.builds(
+    lambda char, count, tail: char * count + tail,
+    CHARS,
+    st.integers(150, 1100),
+    st.text(max_size=4),
+)
+PLAIN_SCALAR = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+    LONG_TEXT,
+)
+# Valid JSON that orjson refuses, so the standard-library check has to take it.
+ODD_SCALAR = st.one_of(
+    PLAIN_SCALAR,
+    st.sampled_from([Raw(b"1E400"), Raw(b"-0"), Raw(b"1.0"), Raw(b"9" * 30), "\ud800 lone"]),
+)
+KEYS = st.one_of(
+    st.sampled_from(["tools", "messages", "model", "t"]), st.text(max_size=8), LONG_TEXT
+)
+
+
+def values(scalar: st.SearchStrategy) -> st.SearchStrategy:
+    """Any JSON value whose leaves come from ``scalar``."""
+
+    def nested(children: st.SearchStrategy) -> st.SearchStrategy:
+        pairs = st.lists(st.tuples(KEYS, children), max_size=4)
+        return st.one_of(st.lists(children, max_size=4), pairs.map(Obj))
+
+    return st.recursive(scalar, nested, max_leaves=12)
+
+
+def objects(scalar: st.SearchStrategy) -> st.SearchStrategy:
+    """A top-level object, often with ``messages`` and ``tools`` arrays, keys may repeat."""
+    value = values(scalar)
+    member = st.one_of(
+        st.tuples(st.just("messages"), st.lists(value, max_size=4)),
+        st.tuples(st.just("tools"), st.lists(value, max_size=4)),
+        st.tuples(KEYS, value),
+    )
+    return st.lists(member, max_size=6).map(Obj)
+
+
+TOP = st.one_of(objects(PLAIN_SCALAR), objects(ODD_SCALAR))
