@@ -95,7 +95,7 @@ def shape_of(request: dict[str, Any], intern: _Interner) -> Shape:
     return Shape(
         model=request.get("model"),
         tools=tools,
-        system=[intern(_unmarked(block)) for block in blocks if not _is_billing(block)],
+        system=[intern(BILLING_PREFIX if _is_billing(b) else _unmarked(b)) for b in blocks],
         betas=request.get("betas"),
         effort=output.get("effort") if isinstance(output, dict) else None,
         thinking=request.get("thinking"),

@@ -1,0 +1,300 @@
+"""The cache report: one cause per request, what is not a change, totals and the table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_joins import MAIN_STREAM, TOOLS, HandMade, user_message
+
+from asz.view.cache import cache_report, format_cache_report, normalised_message
+
+Step = dict[str, Any]
+
+
+def history(turns: int, rewrite: int | None = None) -> list[dict[str, Any]]:
+    """A prompt, then ``turns`` (answer, tool result) pairs; ``rewrite`` changes one message."""
+    messages: list[dict[str, Any]] = [user_message("please fix the tests")]
+    for n in range(turns):
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": f"t{n}",
+                        "name": "Bash",
+                        "input": {"command": f"run {n}"},
+                    }
+                ],
+            }
+        )
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": f"t{n}", "content": f"output {n}"},
+                    {"type": "text", "text": "<total_tokens>1</total_tokens>"},
+                ],
+            }
+        )
+    if rewrite is not None:
+        messages[rewrite] = {"role": messages[rewrite]["role"], "content": "something else"}
+    return messages
+
+
+def run(made: HandMade, steps: list[Step]) -> list[dict[str, Any]]:
+    """One main-stream call per step under one prompt, each request naming the one before;
+    a step gives ``messages``, ``advance`` (seconds before the call), ``compact_before`` and
+    request fields. Returns the report's rows by call order."""
+    made.prompt(MAIN_STREAM, "p1")
+    prev = None
+    for n, step in enumerate(steps, start=1):
+        step = dict(step)
+        if step.pop("compact_before", False):
+            made.compaction(MAIN_STREAM, "The summary.")
+        made.call(MAIN_STREAM, f"msg_{n}", f"req_{n}", advance=step.pop("advance", 2.0))
+        made.request("p1", prev, step.pop("messages", history(n - 1)), **step)
+        made.response(
+            f"req_{n}",
+            f"msg_{n}",
+            usage={
+                "input_tokens": 10,
+                "cache_read_input_tokens": 1000 * n,
+                "cache_creation_input_tokens": 100,
+                "output_tokens": 5,
+            },
+        )
+        prev = f"req_{n}"
+    report = cache_report(made.land(), made.session)
+    assert report["problems"] == []
+    return report["rows"]
+
+
+def causes(rows: list[dict[str, Any]]) -> list[str]:
+    return [row["cause"] for row in rows]
+
+
+def test_a_growing_history_is_kept_across_both_spellings_and_a_moved_marker(
+    tmp_path: Path,
+) -> None:
+    rows = run(HandMade(tmp_path), [{}, {}, {}, {}])
+    assert causes(rows) == ["first", "kept", "kept", "kept"]
+    assert rows[1]["detail"] == "the history only grew"
+    assert [row["message_id"] for row in rows] == ["msg_1", "msg_2", "msg_3", "msg_4"]
+    assert rows[1]["previous"] == rows[0]["request_id"]
+
+
+def test_the_two_spellings_are_one_message_and_a_marker_moves_freely() -> None:
+    plain = {"role": "user", "content": "hello"}
+    newest = {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "hello", "cache_control": {"type": "ephemeral", "ttl": "1h"}}
+        ],
+    }
+    assert normalised_message(plain) == normalised_message(newest)
+    two = [
+        {"type": "tool_result", "tool_use_id": "t", "content": "x"},
+        {"type": "text", "text": "y"},
+    ]
+    marked = [two[0], {**two[1], "cache_control": {"type": "ephemeral"}}]
+    assert normalised_message({"role": "user", "content": two}) == normalised_message(
+        {"role": "user", "content": marked}
+    )
+    assert normalised_message(plain) != normalised_message({"role": "user", "content": "hellO"})
+
+
+@given(st.text(), st.text(), st.sampled_from([None, "5m", "1h"]))
+def test_spelling_never_hides_a_change_of_text(a: str, b: str, ttl: str | None) -> None:
+    marker = {"type": "ephemeral", **({"ttl": ttl} if ttl else {})}
+    listed = {"role": "user", "content": [{"type": "text", "text": a, "cache_control": marker}]}
+    assert normalised_message(listed) == normalised_message({"role": "user", "content": a})
+    same = normalised_message(listed) == normalised_message({"role": "user", "content": b})
+    assert same == (a == b)
+
+
+@pytest.mark.parametrize(
+    ("change", "cause", "detail"),
+    [
+        ({"model": "claude-sonnet-4-6"}, "model", "claude-opus-4-6 -> claude-sonnet-4-6"),
+        ({"tools": TOOLS[:2]}, "tools", "removed Read"),
+        ({"tools": [*TOOLS, {"name": "Write", "input_schema": {}}]}, "tools", "added Write"),
+        (
+            {"tools": [TOOLS[0], {**TOOLS[1], "description": "shorter"}, TOOLS[2]]},
+            "tools",
+            "changed Bash",
+        ),
+        ({"tools": [TOOLS[1], TOOLS[0], TOOLS[2]]}, "tools", "reordered"),
+        ({"betas": ["context-1m-2025-08-07"]}, "betas", 'null -> ["context-1m-2025-08-07"]'),
+        ({"output_config": {"effort": "low"}}, "effort", 'effort "high" -> "low"'),
+        (
+            {"thinking": {"type": "enabled", "budget_tokens": 1024}},
+            "effort",
+            'thinking {"type":"adaptive"} -> {"budget_tokens":1024,"type":"enabled"}',
+        ),
+        ({"messages": history(2, rewrite=1)}, "messages", "message 1 (assistant) rewritten"),
+        ({"messages": history(2, rewrite=0)}, "messages", "message 0 (user) rewritten"),
+        ({"messages": history(0)}, "messages", "messages 1-2 dropped"),
+    ],
+)
+def test_each_cause_is_found_at_its_request(
+    tmp_path: Path, change: Step, cause: str, detail: str
+) -> None:
+    rows = run(HandMade(tmp_path), [{}, {}, change, {}])
+    assert causes(rows)[:3] == ["first", "kept", cause]
+    assert rows[2]["detail"] == detail
+    assert rows[2]["also"] == []
+
+
+def test_a_changed_system_block_is_named_by_its_place(tmp_path: Path) -> None:
+    rows = run(
+        HandMade(tmp_path),
+        [
+            {},
+            {
+                "system": [
+                    {
+                        "type": "text",
+                        "text": "x-anthropic-billing-header: cch=99999; "
+                        "cc_prev_req=req_1; cc_prompt_id=p1;",
+                    },
+                    {"type": "text", "text": "You are Claude Code."},
+                    {"type": "text", "text": "Another system prompt."},
+                ]
+            },
+        ],
+    )
+    assert causes(rows) == ["first", "system"]
+    assert rows[1]["detail"] == "system block 2 changed"
+
+
+def test_a_compaction_is_a_new_list_not_a_rewrite(tmp_path: Path) -> None:
+    summary = [user_message("The summary."), user_message("go on")]
+    rows = run(
+        HandMade(tmp_path),
+        [
+            {},
+            {},
+            {"messages": summary, "compact_before": True},
+            {"messages": [*summary, *history(1)[1:]]},
+        ],
+    )
+    assert causes(rows) == ["first", "kept", "compaction", "kept"]
+    assert rows[2]["detail"] == "a new list of 2 messages (was 3)"
+
+
+def test_time_past_the_marker_lifetime_breaks_the_cache(tmp_path: Path) -> None:
+    rows = run(
+        HandMade(tmp_path),
+        [
+            {"ttl": None},
+            {"ttl": None, "advance": 301},  # past the 5 minutes of the previous marker
+            {"ttl": "1h", "advance": 200},
+            {"ttl": "1h", "advance": 1800},  # within the hour the previous marker asked for
+            {"ttl": "1h", "advance": 3700},
+        ],
+    )
+    assert causes(rows) == ["first", "ttl", "kept", "kept", "ttl"]
+    assert rows[1]["detail"] == "5m01s passed the 5m00s lifetime"
+    assert rows[4]["detail"] == "1h01m passed the 1h00m lifetime"
+
+
+def test_precedence_names_one_cause_and_keeps_the_others(tmp_path: Path) -> None:
+    rows = run(
+        HandMade(tmp_path),
+        [
+            {},
+            {},
+            {
+                "model": "claude-sonnet-4-6",
+                "tools": TOOLS[:1],
+                "advance": 4000,
+                "messages": history(2, rewrite=1),
+            },
+        ],
+    )
+    assert rows[2]["cause"] == "model"
+    assert rows[2]["also"] == ["tools", "messages", "ttl"]
+
+
+def test_a_request_whose_previous_is_not_landed_is_unknown(tmp_path: Path) -> None:
+    made = HandMade(tmp_path)
+    made.prompt(MAIN_STREAM, "p1")
+    made.call(MAIN_STREAM, "msg_1", "req_1")
+    made.request("p1", "req_0")
+    made.response("req_1", "msg_1")
+    rows = cache_report(made.land(), made.session)["rows"]
+    assert causes(rows) == ["unknown"]
+    assert rows[0]["detail"] == "no readable request is joined to the call of req_0"
+
+
+def test_totals_and_the_reported_miss_reason(tmp_path: Path) -> None:
+    made = HandMade(tmp_path)
+    made.prompt(MAIN_STREAM, "p1")
+    made.call(MAIN_STREAM, "msg_1", "req_1")
+    made.request("p1")
+    made.response(
+        "req_1",
+        "msg_1",
+        usage={"input_tokens": 4, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 96},
+    )
+    made.call(MAIN_STREAM, "msg_2", "req_2")
+    made.request("p1", "req_1", history(1), model="claude-sonnet-4-6")
+    made.response(
+        "req_2",
+        "msg_2",
+        usage={
+            "input_tokens": 10,
+            "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": 190,
+        },
+        diagnostics={"cache_miss_reason": "model_changed"},
+    )
+    made.call(MAIN_STREAM, "msg_3", "req_3")
+    made.request("p1", "req_2", history(2), model="claude-sonnet-4-6")
+    made.response(
+        "req_3",
+        "msg_3",
+        usage={
+            "input_tokens": 10,
+            "cache_read_input_tokens": 290,
+            "cache_creation_input_tokens": 0,
+            "cache_miss_reason": None,
+        },
+    )
+    report = cache_report(made.land(), made.session)
+    rows, totals = report["rows"], report["totals"]
+    assert causes(rows) == ["first", "model", "kept"]
+    assert [row["reported_miss_reason"] for row in rows] == [None, "model_changed", None]
+    assert (totals["input_tokens"], totals["cache_read_input_tokens"]) == (24, 290)
+    assert totals["cache_creation_input_tokens"] == 286
+    assert totals["hit_ratio"] == round(290 / (290 + 286 + 24), 4)
+    assert totals["by_cause"] == {
+        "first": {"requests": 1, "cache_creation_input_tokens": 96},
+        "model": {"requests": 1, "cache_creation_input_tokens": 190},
+        "kept": {"requests": 1, "cache_creation_input_tokens": 0},
+    }
+
+    text = format_cache_report(report)
+    lines = text.splitlines()
+    header = lines[0]
+    assert header.split() == [
+        "#",
+        "request",
+        "message",
+        "cause",
+        "input",
+        "read",
+        "written",
+        "detail",
+    ]
+    table = lines[1:4]
+    column = header.index("cause")
+    assert [line[column:].split()[0] for line in table] == ["first", "model", "kept"]
+    assert "[reported: model_changed]" in table[1]
+    assert "hit ratio 48.3%" in text
+    assert any(line.split()[:2] == ["model", "1"] for line in lines[5:])
