@@ -255,7 +255,7 @@ class _Report:
 
     def __init__(self, root: Root, session: str) -> None:
         self.joined = join_session(root, session)
-        self.lazy = LazyBodies(root, session)
+        self.lazy = LazyBodies(root, session, self.joined.bodies)
         self._intern = _Interner()
         self._shapes: dict[str, Shape | None] = {}
         responses: dict[str, list[str]] = {}

@@ -15,30 +15,46 @@ from typing import Any
 
 import orjson
 
-from asz.store.codec import CodecError
+from asz.store.codec import CodecError, SessionBodies
 from asz.store.reader import BodyNotFound, SessionReader
 from asz.store.root import Root
 from asz.view.calls import Call, Stream
-from asz.view.joins import JoinedSession, join_session, matching_prompt
+from asz.view.joins import JoinedSession, LandedBody, join_session, matching_prompt
 
 SCHEMA = "asz.view/1"
 
 
 class LazyBodies:
-    """Rebuilds bodies on first use, loading the session's body files at most once."""
+    """Rebuilds bodies on demand, loading the session's body files only when it must.
 
-    def __init__(self, root: Root, session: str) -> None:
+    A response that names no piece or body of an earlier record rebuilds from its own record;
+    anything else loads the session's files (once), which checks every record on the way.
+    """
+
+    def __init__(self, root: Root, session: str, bodies: dict[str, LandedBody]) -> None:
         self._root = root
         self._session = session
+        self._bodies = bodies
         self._reader: SessionReader | None = None
         self.problems: list[str] = []
 
-    def parsed(self, record_id: str) -> dict[str, Any] | None:
-        """The body as a JSON object, or None (with the reason in ``problems``)."""
+    def _bytes(self, record_id: str) -> bytes:
+        landed = self._bodies.get(record_id)
+        if landed is not None and landed.record is not None:
+            alone = SessionBodies()
+            try:
+                alone.add(landed.record)
+                return alone.rebuild(record_id)
+            except CodecError:
+                pass
         if self._reader is None:
             self._reader = SessionReader(self._root, self._session)
+        return self._reader.body(record_id)
+
+    def parsed(self, record_id: str) -> dict[str, Any] | None:
+        """The body as a JSON object, or None (with the reason in ``problems``)."""
         try:
-            value = orjson.loads(self._reader.body(record_id))
+            value = orjson.loads(self._bytes(record_id))
         except (BodyNotFound, CodecError) as err:
             self.problems.append(f"{record_id}: {err}")
             return None
@@ -66,7 +82,7 @@ class LazyBodies:
 def build_view(root: Root, session: str) -> dict[str, Any]:
     """The view document of one session (see ``docs/view.md``)."""
     joined = join_session(root, session)
-    responses = LazyBodies(root, session)
+    responses = LazyBodies(root, session, joined.bodies)
     calls = [
         _call(joined, call, n, responses)
         for n, call in enumerate(joined.transcript.ordered_calls(), start=1)

@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 
 from asz.adapters.provider_index import PROVIDER_INDEX
+from asz.store.codec import Record
 from asz.store.framing import LandedFileError, read_file
 from asz.store.root import Root
 from asz.store.transcripts import MAIN_STREAM, iter_lines
@@ -49,7 +50,7 @@ TAKEN = "its call is joined to another request"
 
 @dataclass(frozen=True, slots=True)
 class LandedBody:
-    """A body as its manifest tells it, and where it landed; never the body itself."""
+    """A body as its manifest tells it, and where it landed; never a request's bytes."""
 
     record_id: str
     role: str
@@ -57,6 +58,9 @@ class LandedBody:
     file: str
     seq: int
     row: int
+    record: Record | None = None
+    """A response's landed record, kept (responses are small) so that it can be rebuilt
+    without loading the session's earlier files when it names nothing in them."""
 
     @property
     def ref(self) -> dict[str, Any]:
@@ -128,6 +132,7 @@ def read_bodies(root: Root, session: str) -> tuple[dict[str, LandedBody], list[s
                 file=item.path.name,
                 seq=item.seq,
                 row=record.row,
+                record=Record(meta, record.payload) if role == "response" else None,
             )
     return bodies, problems
 

@@ -1,0 +1,117 @@
+"""How long ``asz view`` and the cache report take on a long session.
+
+Synthesises one session of about ``--calls`` model calls (one prompt's call plus its tool
+calls per turn), lands it with one collector pass, then times ``build_view`` (manifests and
+transcript lines only; joined responses rebuilt) and ``cache_report`` (every request rebuilt
+and compared), and counts the request bodies the view rebuilt, which should be none.
+
+    .venv/bin/python bench/view.py [--calls 1000] [--tool-calls 3] [--repeat 3] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from asz.collect import collect_once
+from asz.config import Config
+from asz.store.codec import Record, SessionBodies
+from asz.store.root import Root
+from asz.synth import SynthOptions, synthesize
+from asz.view import build_view, cache_report
+
+
+def land(workdir: Path, calls: int, tool_calls: int) -> tuple[Root, str, float]:
+    capture = workdir / "claude"
+    turns = max(1, calls // (tool_calls + 1))
+    options = SynthOptions(
+        seed=7, sessions=1, turns=turns, tool_calls=tool_calls, subagents=2, compactions=1
+    )
+    expected = synthesize(capture, options)
+    config = Config(root=workdir / "root", claude_dir=capture)
+    started = time.perf_counter()
+    if collect_once(config, as_json=False) != 0:
+        raise SystemExit("the collector pass was not complete")
+    landed = time.perf_counter() - started
+    session = expected["sessions"][0]["id"]
+    return Root(config.root), session, landed
+
+
+class CountingLoads:
+    """Counts, by role, the records any SessionBodies takes in while installed.
+
+    Taking in a record checks it by hashing what it rebuilds to, so a request never taken in
+    is a request never rebuilt.
+    """
+
+    def __init__(self) -> None:
+        self.by_role: dict[str, int] = {"request": 0, "response": 0}
+        self._original = SessionBodies.add
+
+    def __enter__(self) -> CountingLoads:
+        counts, original = self.by_role, self._original
+
+        def add(bodies: SessionBodies, record: Record) -> None:
+            role = str(record.meta.get("role"))
+            counts[role] = counts.get(role, 0) + 1
+            original(bodies, record)
+
+        SessionBodies.add = add  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        SessionBodies.add = self._original  # type: ignore[method-assign]
+
+
+def best_of(repeat: int, work) -> tuple[float, object]:
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = work()
+        best = min(best, time.perf_counter() - started)
+    return best, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--tool-calls", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--keep", type=Path, help="work in this directory and keep it")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        workdir = args.keep or Path(scratch)
+        workdir.mkdir(parents=True, exist_ok=True)
+        root, session, landed = land(workdir, args.calls, args.tool_calls)
+        body_files = root.landed(root.bodies_dir(session))
+        body_bytes = sum(item.path.stat().st_size for item in body_files)
+        view_seconds, view = best_of(args.repeat, lambda: build_view(root, session))
+        with CountingLoads() as counting:
+            build_view(root, session)
+        loaded = counting.by_role
+        cache_seconds, report = best_of(1, lambda: cache_report(root, session))
+        summary = view["summary"]
+        print(
+            f"session {session}: {summary['calls']} calls, {summary['bodies_landed']} bodies "
+            f"in {len(body_files)} files ({body_bytes / 1e6:.1f} MB landed); "
+            f"landed in {landed:.2f} s"
+        )
+        print(
+            f"  joined: {summary['requests_joined']} requests, "
+            f"{summary['responses_joined']} responses; unjoined {summary['unjoined_by_reason']}"
+        )
+        print(
+            f"  build_view:   {view_seconds * 1000:8.1f} ms (best of {args.repeat}); "
+            f"records taken in: {loaded['request']} requests, {loaded['response']} responses"
+        )
+        totals = report["totals"]
+        print(
+            f"  cache_report: {cache_seconds * 1000:8.1f} ms; {totals['requests']} requests, "
+            f"causes {dict((c, e['requests']) for c, e in totals['by_cause'].items())}"
+        )
+
+
+if __name__ == "__main__":
+    main()
