@@ -99,10 +99,15 @@ __all__ = [
 ]
 
 MIN_COPY = 4096
+"""Shortest shared front worth a copy segment; a shorter one lands as literal bytes."""
 MAX_DEPTH = 32
+"""Most copies between a body and one that copies nothing: bounds the work of one rebuild."""
 MAX_BODY = 256 * 1024 * 1024
+"""Largest body a record may claim."""
 MAX_TIPS = 64
+"""Chains whose latest request is kept as a copy candidate; the least recently extended go."""
 OTHER_TIPS = 8
+"""Other chains' tips compared besides the body's own chain, most recently extended first."""
 CACHE_BYTES = 64 * 1024 * 1024
 """Rebuilt bodies kept besides the chain tips, so a copy rarely rebuilds its base again."""
 
