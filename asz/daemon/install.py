@@ -1,0 +1,307 @@
+"""``asz service install|uninstall|status``: the collector as a per-user service.
+
+The unit (systemd, Linux) or agent (launchd, macOS) runs the very ``asz`` that installed it,
+by absolute path, with the storage root, config file and Claude Code directory that this
+command resolved, so the service collects what ``asz collect`` run here would collect:
+neither manager gives a service the login shell's environment. Each step is printed before it
+is taken, and ``--dry-run`` prints the same steps and takes none.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import plistlib
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from asz.config import Config
+from asz.daemon.http import ListenError, parse_listen
+
+UNIT_NAME = "asz.service"
+LABEL = "io.asz.collect"
+EXIT_OK = 0
+EXIT_FAILED = 1
+
+_UNIT_TEMPLATE = """\
+[Unit]
+Description=asz: keep Claude Code's provider bodies and transcripts
+
+[Service]
+Type=notify
+NotifyAccess=main
+ExecStart={exec_start}
+{environment}\
+Restart=on-failure
+RestartSec=5
+# The first scan of a large backlog can take long; READY is sent when it is done.
+TimeoutStartSec=infinity
+# A stop lets the pass in flight finish.
+TimeoutStopSec=120
+WatchdogSec=60
+UMask=0077
+Nice=10
+NoNewPrivileges=yes
+
+[Install]
+WantedBy=default.target
+"""
+
+
+def asz_command() -> list[str]:
+    """How to start the ``asz`` that is running now, by absolute path.
+
+    The console script when started as one (a pipx or virtualenv install), else this
+    interpreter with ``-m asz``, which finds the same package.
+    """
+    script = Path(sys.argv[0])
+    if script.name == "asz" and script.is_file():
+        return [os.path.abspath(script)]
+    return [os.path.abspath(sys.executable), "-m", "asz"]
+
+
+def collect_arguments(config: Config) -> list[str]:
+    arguments = ["collect", "--root", str(config.root)]
+    if config.source_file is not None:
+        arguments += ["--config", str(Path(config.source_file).absolute())]
+    return arguments
+
+
+def service_environment(config: Config) -> dict[str, str]:
+    """Pins the Claude Code directory: a config file naming one wins over the variable
+    anyway, so setting it to the resolved directory changes nothing but the default."""
+    return {"CLAUDE_CONFIG_DIR": str(config.claude_dir)}
+
+
+def systemd_quote(argument: str) -> str:
+    """One ExecStart= word: ``%`` and ``$`` doubled, quoted when it holds anything special."""
+    escaped = argument.replace("%", "%%").replace("$", "$$")
+    if escaped and not any(char in escaped for char in " \t\n\"'\\;"):
+        return escaped
+    return '"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def render_unit(exec_start: str, environment: Mapping[str, str]) -> str:
+    """The user unit; ``exec_start`` is the ExecStart= line's value, already quoted."""
+    lines = "".join(
+        "Environment=" + systemd_quote(f"{key}={value}") + "\n"
+        for key, value in sorted(environment.items())
+    )
+    return _UNIT_TEMPLATE.format(exec_start=exec_start, environment=lines)
+
+
+def render_plist(program: Sequence[str], environment: Mapping[str, str], log_dir: Path) -> bytes:
+    """The LaunchAgent: started at login, started again when it exits with a failure."""
+    agent: dict[str, object] = {
+        "Label": LABEL,
+        "ProgramArguments": list(program),
+        "RunAtLoad": True,
+        "KeepAlive": {"SuccessfulExit": False},
+        "ProcessType": "Background",
+        "ExitTimeOut": 120,
+        "StandardOutPath": str(log_dir / "asz.log"),
+        "StandardErrorPath": str(log_dir / "asz.err.log"),
+    }
+    if environment:
+        agent["EnvironmentVariables"] = dict(environment)
+    return plistlib.dumps(agent)
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    argv: list[str]
+    may_fail: bool = False
+    """A failure is reported and the plan goes on (unloading what may not be loaded)."""
+
+
+@dataclass(slots=True)
+class Plan:
+    """Steps, in order: directories to make, files to write and remove, commands to run."""
+
+    directories: list[Path] = field(default_factory=list)
+    writes: list[tuple[Path, bytes]] = field(default_factory=list)
+    removes: list[Path] = field(default_factory=list)
+    commands: list[Command] = field(default_factory=list)
+
+
+class Manager(Protocol):
+    """The per-user service manager of this platform."""
+
+    unit_path: Path
+
+    def install(self, config: Config, command: Sequence[str]) -> Plan: ...
+
+    def uninstall(self) -> Plan: ...
+
+    def status(self) -> Plan: ...
+
+
+class Systemd:
+    def __init__(self, env: Mapping[str, str]) -> None:
+        config_home = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")) / ".config")
+        self.unit_path = Path(config_home).expanduser() / "systemd" / "user" / UNIT_NAME
+
+    def install(self, config: Config, command: Sequence[str]) -> Plan:
+        words = [*command, *collect_arguments(config)]
+        unit = render_unit(" ".join(map(systemd_quote, words)), service_environment(config))
+        plan = Plan(writes=[(self.unit_path, unit.encode())])
+        plan.commands.append(_systemctl("daemon-reload"))
+        if _differs(self.unit_path, unit.encode()):
+            # A running service keeps its old unit until restarted; try-restart leaves a
+            # stopped one stopped, and enable --now starts it.
+            plan.commands.append(_systemctl("try-restart", UNIT_NAME))
+        plan.commands.append(_systemctl("enable", "--now", UNIT_NAME))
+        return plan
+
+    def uninstall(self) -> Plan:
+        return Plan(
+            removes=[self.unit_path],
+            commands=[
+                _systemctl("disable", "--now", UNIT_NAME, may_fail=True),
+                _systemctl("daemon-reload"),
+            ],
+        )
+
+    def status(self) -> Plan:
+        return Plan(commands=[_systemctl("status", "--no-pager", UNIT_NAME, may_fail=True)])
+
+
+class Launchd:
+    def __init__(self, env: Mapping[str, str], uid: int) -> None:
+        home = Path(env.get("HOME", "~")).expanduser()
+        self.unit_path = home / "Library" / "LaunchAgents" / f"{LABEL}.plist"
+        self.log_dir = home / "Library" / "Logs" / "asz"
+        self.domain = f"gui/{uid}"
+        self.service = f"{self.domain}/{LABEL}"
+
+    def install(self, config: Config, command: Sequence[str]) -> Plan:
+        program = [*command, *collect_arguments(config)]
+        agent = render_plist(program, service_environment(config), self.log_dir)
+        return Plan(
+            # launchd opens the log files but does not make their directory.
+            directories=[self.log_dir],
+            writes=[(self.unit_path, agent)],
+            # bootout fails when the agent is not loaded; bootstrap then loads the plist
+            # as written now.
+            commands=[
+                Command(["launchctl", "bootout", self.service], may_fail=True),
+                Command(["launchctl", "bootstrap", self.domain, str(self.unit_path)]),
+            ],
+        )
+
+    def uninstall(self) -> Plan:
+        return Plan(
+            removes=[self.unit_path],
+            commands=[Command(["launchctl", "bootout", self.service], may_fail=True)],
+        )
+
+    def status(self) -> Plan:
+        return Plan(commands=[Command(["launchctl", "print", self.service], may_fail=True)])
+
+
+def manager_for(platform: str, env: Mapping[str, str]) -> Manager:
+    if platform == "darwin":
+        return Launchd(env, os.getuid())
+    if platform.startswith("linux"):
+        return Systemd(env)
+    raise OSError(f"no per-user service manager asz knows on {platform}")
+
+
+def service_command(
+    action: str,
+    config: Config,
+    dry_run: bool = False,
+    platform: str = sys.platform,
+    env: Mapping[str, str] | None = None,
+) -> int:
+    """Runs ``asz service ACTION``; prints each step, and with ``dry_run`` takes none."""
+    try:
+        manager = manager_for(platform, os.environ if env is None else env)
+    except OSError as err:
+        print(f"asz: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    if action == "install":
+        plan = manager.install(config, asz_command())
+    elif action == "uninstall":
+        plan = manager.uninstall()
+    else:
+        print(f"unit: {manager.unit_path} ({_presence(manager.unit_path)})")
+        plan = manager.status()
+    code = _carry_out(plan, dry_run)
+    if action == "status" and not dry_run:
+        code = max(code, _print_health(config.service.listen))
+    return code
+
+
+def _carry_out(plan: Plan, dry_run: bool) -> int:
+    prefix = "would " if dry_run else ""
+    for directory in plan.directories:
+        print(f"{prefix}make {directory}")
+        if not dry_run:
+            directory.mkdir(parents=True, exist_ok=True)
+    for path, data in plan.writes:
+        print(f"{prefix}write {path}")
+        if dry_run:
+            sys.stdout.write(data.decode())
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+    for path in plan.removes:
+        print(f"{prefix}remove {path}")
+        if not dry_run:
+            path.unlink(missing_ok=True)
+    for command in plan.commands:
+        print(f"{prefix}run {' '.join(command.argv)}")
+        if dry_run:
+            continue
+        try:
+            returncode = subprocess.run(command.argv, check=False).returncode
+        except FileNotFoundError:
+            returncode = 127
+        if returncode != 0:
+            print(f"  exited {returncode}")
+            if not command.may_fail:
+                return EXIT_FAILED
+    return EXIT_OK
+
+
+def _print_health(listen: str) -> int:
+    try:
+        host, port = parse_listen(listen)
+    except ListenError as err:
+        print(f"health: {err}")
+        return EXIT_FAILED
+    if port == 0:
+        print("health: listen picks a free port, so there is no address to ask")
+        return EXIT_FAILED
+    connection = http.client.HTTPConnection(host, port, timeout=3)
+    try:
+        connection.request("GET", "/healthz")
+        response = connection.getresponse()
+        body = response.read().decode(errors="replace")
+    except OSError as err:
+        print(f"health: no answer from {host}:{port} ({err})")
+        return EXIT_FAILED
+    finally:
+        connection.close()
+    print(f"health: {response.status} {body}")
+    return EXIT_OK if response.status == 200 else EXIT_FAILED
+
+
+def _systemctl(*arguments: str, may_fail: bool = False) -> Command:
+    return Command(["systemctl", "--user", *arguments], may_fail=may_fail)
+
+
+def _differs(path: Path, data: bytes) -> bool:
+    try:
+        return path.read_bytes() != data
+    except FileNotFoundError:
+        return True
+
+
+def _presence(path: Path) -> str:
+    return "installed" if path.is_file() else "not installed"

@@ -1,0 +1,103 @@
+"""The service's Prometheus metrics, in a registry of its own.
+
+A registry of its own keeps the exposition to what asz means (no interpreter or process
+collectors that differ between platforms), and labels never name a session or a path: the
+number of series stays fixed however many sessions a root holds.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+if TYPE_CHECKING:
+    from asz.passes import PassCounts
+
+ERROR_KINDS = ("pass", "crash", "watch", "notify")
+"""``pass``: an error a pass reported; ``crash``: a pass that raised; ``watch``: the watcher
+lost events or a watch; ``notify``: the service manager could not be told."""
+
+_PASS_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+
+
+class ServiceMetrics:
+    """What the service counts; every pass's counts feed it through :meth:`record_pass`."""
+
+    def __init__(self, version: str) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+
+        def gauge(name: str, doc: str) -> Gauge:
+            return Gauge(name, doc, registry=self.registry)
+
+        def counter(name: str, doc: str) -> Counter:
+            return Counter(name, doc, registry=self.registry)
+
+        self.bodies_waiting = gauge(
+            "asz_bodies_waiting", "Bodies no session claims yet, as of the last pass."
+        )
+        self.bodies_unreadable = gauge(
+            "asz_bodies_unreadable",
+            "Bodies that are not one JSON value long after their last write, as of the last pass.",
+        )
+        self.bodies_excluded = gauge(
+            "asz_bodies_excluded", "Bodies whose session the session filter excludes."
+        )
+        self.conflicts = gauge(
+            "asz_conflicts", "Sources changed after they landed; every pass fails while any stay."
+        )
+        self.bodies_landed = counter("asz_bodies_landed_total", "Bodies landed.")
+        self.lines_landed = counter("asz_transcript_lines_landed_total", "Transcript lines landed.")
+        self.source_bytes = counter(
+            "asz_source_bytes_total",
+            "Bytes of source files that landed, as Claude Code wrote them.",
+        )
+        self.landed_bytes = counter("asz_landed_bytes_total", "Bytes of landed files written.")
+        self.rescans = counter(
+            "asz_rescans_total", "Passes made for a rescan rather than for a watched change."
+        )
+        self.watch_overflows = counter(
+            "asz_watch_overflows_total",
+            "Times the file watcher dropped events and a rescan made up for it.",
+        )
+        self.errors = Counter(
+            "asz_errors_total", "Errors, by kind.", ["kind"], registry=self.registry
+        )
+        for kind in ERROR_KINDS:
+            self.errors.labels(kind)
+        self.pass_duration = Histogram(
+            "asz_pass_duration_seconds",
+            "Wall time of one pass.",
+            buckets=_PASS_BUCKETS,
+            registry=self.registry,
+        )
+        self.last_pass = gauge(
+            "asz_last_pass_timestamp_seconds",
+            "Unix time the last pass finished; 0 before the first.",
+        )
+        Gauge(
+            "asz_build_info", "The running asz version.", ["version"], registry=self.registry
+        ).labels(version).set(1)
+
+    def record_pass(self, counts: PassCounts, finished_at: float) -> None:
+        self.bodies_waiting.set(counts.bodies_waiting)
+        self.bodies_unreadable.set(counts.bodies_unreadable)
+        self.bodies_excluded.set(counts.bodies_excluded)
+        self.conflicts.set(counts.conflicts)
+        self.bodies_landed.inc(counts.bodies_landed)
+        self.lines_landed.inc(counts.transcript_lines_landed)
+        self.source_bytes.inc(counts.source_bytes)
+        self.landed_bytes.inc(counts.landed_bytes)
+        if counts.errors:
+            self.errors.labels("pass").inc(len(counts.errors))
+        self.pass_duration.observe(counts.seconds)
+        self.last_pass.set(finished_at)
+
+    def record_error(self, kind: str) -> None:
+        if kind not in ERROR_KINDS:
+            raise ValueError(f"unknown error kind {kind!r}")
+        self.errors.labels(kind).inc()
+
+    def exposition(self) -> bytes:
+        """The text format Prometheus scrapes."""
+        return generate_latest(self.registry)

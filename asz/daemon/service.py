@@ -1,0 +1,304 @@
+"""``asz collect`` as a long-running service: watch, settle, batch, pass, report.
+
+One event loop runs the parts that must always answer (the heartbeat health and the systemd
+watchdog read, signal handling, taking file events); passes run in a worker thread, one at a
+time, so a long pass never silences them. The order of start-up is chosen so nothing written
+meanwhile is missed: the watches are armed before the first scan, which is an ordinary pass
+over everything, and whatever settles during a pass leads to another one.
+
+The service holds the root's collector lock for its whole life. A second service on the same
+root waits for it (checking without blocking the loop) instead of failing, so a restart that
+overlaps the old process, or a stand-by copy, takes over when the holder exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+from structlog.typing import FilteringBoundLogger
+
+from asz import __version__
+from asz.config import Config
+from asz.daemon.http import HealthState, ListenError, StatusServer
+from asz.daemon.logs import configure_logging
+from asz.daemon.metrics import ServiceMetrics
+from asz.daemon.notify import Notifier
+from asz.daemon.settle import BodyCheck, SettleQueue, SourcePaths, check_body
+from asz.daemon.watcher import Armed, EventKind, Rearmed, Target, Watcher, WatchEvent
+from asz.daemon.worker import RESCAN, PassResult, PassSchedule, PassWorker
+from asz.passes import PassCounts, run_pass
+from asz.store.bodies import BodyStore
+from asz.store.root import Busy, Root, collector_lock
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+LOCK_POLL_SECONDS = 1.0
+HEARTBEAT_SECONDS = 1.0
+
+
+def run_service(config: Config, as_json: bool = False) -> int:
+    """Runs until SIGTERM or SIGINT; 0 after a clean stop, 1 when it could not start.
+
+    ``as_json`` logs every pass, quiet ones included, as ``asz collect --once --json`` prints
+    one; otherwise a pass is logged when it changed something or the waiting and unreadable
+    counts moved.
+    """
+    log = configure_logging()
+    try:
+        return anyio.run(Service(config, as_json, log).run)
+    except Exception as err:
+        # A bug, not a state of the sources: exit non-zero so the service manager restarts it.
+        log.error("crashed", error=repr(err), exc_info=err)
+        return EXIT_FAILED
+
+
+class Service:
+    def __init__(self, config: Config, as_json: bool, log: FilteringBoundLogger) -> None:
+        self.config = config
+        self.as_json = as_json
+        self.log = log
+        self.root = Root(config.root)
+        self.store = BodyStore(self.root, config.compression)
+        self.metrics = ServiceMetrics(__version__)
+        self.health = HealthState(__version__)
+        self.notifier = Notifier.from_environ()
+        self.sources = SourcePaths.resolve(config.projects_dir, config.bodies_dir)
+        timing = config.service
+        self.settle = SettleQueue(
+            timing.settle_seconds,
+            timing.unreadable_after,
+            max_wait=timing.settle_seconds + timing.batch_window,
+        )
+        self.watcher = Watcher(_targets(config))
+        self.worker = PassWorker(
+            PassSchedule(timing.batch_window, timing.rescan_interval, time.monotonic()),
+            self._pass,
+            self._report,
+        )
+        self._logged_backlog: tuple[int, int] | None = None
+        self._known_errors: set[str] = set()
+        self._known_conflicts: set[str] = set()
+        self._stop_announced = False
+
+    async def run(self) -> int:
+        try:
+            server = StatusServer(self.config.service.listen, self.health, self.metrics)
+        except (ListenError, OSError) as err:
+            self.log.error("cannot_listen", listen=self.config.service.listen, error=str(err))
+            return EXIT_FAILED
+        server.start()
+        host, port = server.address
+        self.log.info("listening", host=host, port=port)
+        self._log_start()
+        try:
+            self._log_rearmed(await anyio.to_thread.run_sync(self.watcher.start))
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self._stop_on_signal, tasks.cancel_scope)
+                tasks.start_soon(self._heartbeat)
+                with contextlib.ExitStack() as held:
+                    await self._take_lock(held)
+                    tasks.start_soon(self._feed)
+                    await self.worker.run()
+        finally:
+            with anyio.CancelScope(shield=True):
+                self._announce_stop()
+                await anyio.to_thread.run_sync(self.watcher.stop)
+                await anyio.to_thread.run_sync(server.close)
+        self.log.info("stopped")
+        return EXIT_OK
+
+    # -- tasks --------------------------------------------------------------------------
+
+    async def _stop_on_signal(self, scope: anyio.CancelScope) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                self.log.info("stopping", signal=signal.Signals(signum).name)
+                self._announce_stop()
+                scope.cancel()
+                return
+
+    async def _heartbeat(self) -> None:
+        """Ticks the health state, and pings systemd's watchdog at its interval.
+
+        Both come from the event loop on purpose: a hung loop must stop them.
+        """
+        interval = self.notifier.watchdog_interval
+        next_ping = 0.0
+        while True:
+            self.health.tick()
+            now = time.monotonic()
+            if interval is not None and now >= next_ping:
+                self._notify(self.notifier.watchdog)
+                next_ping = now + interval
+            await anyio.sleep(min(HEARTBEAT_SECONDS, interval or math.inf))
+
+    async def _take_lock(self, held: contextlib.ExitStack) -> None:
+        told = False
+        while True:
+            try:
+                held.enter_context(collector_lock(self.root))
+            except Busy:
+                if not told:
+                    self.log.info("lock_busy", root=str(self.root.path))
+                    self._notify(self.notifier.status, "waiting for another collector's lock")
+                    told = True
+                await anyio.sleep(LOCK_POLL_SECONDS)
+                continue
+            self.log.info("lock_held", root=str(self.root.path))
+            self._notify(self.notifier.status, "first scan")
+            return
+
+    async def _feed(self) -> None:
+        """Moves watcher events into the settle queue, and settled files to the worker."""
+        while True:
+            deadline = self.settle.next_deadline()
+            wait = math.inf if deadline is None else max(deadline - time.monotonic(), 0.0)
+            events: list[WatchEvent] = []
+            with anyio.move_on_after(wait):
+                events = await self.watcher.receive()
+            now = time.monotonic()
+            for event in events:
+                self._route(event, now)
+            taken, to_check = self.settle.take_due(now)
+            if to_check:
+                checked_at = time.monotonic()
+                checks = await anyio.to_thread.run_sync(_check_bodies, to_check)
+                for path, check in zip(to_check, checks, strict=True):
+                    taken += self.settle.judge(path, check, checked_at)
+            if taken:
+                self.worker.item_ready()
+
+    def _route(self, event: WatchEvent, now: float) -> None:
+        if event.kind is EventKind.MOVED and event.armed is not None:
+            self._log_watching(event.armed)
+            self.worker.rescan_soon()
+            return
+        if event.kind is EventKind.LOST:
+            self.log.warning("watch_lost", reason=event.reason, overflow=event.overflow)
+            if event.overflow:
+                self.metrics.watch_overflows.inc()
+            else:
+                self.metrics.record_error("watch")
+            self.worker.rescan_soon()
+            return
+        kind = self.sources.kind_of(event.path)
+        if kind is None:
+            return
+        if event.kind is EventKind.GONE:
+            self.settle.forget(event.path)
+        else:
+            self.settle.changed(event.path, kind, now)
+
+    # -- passes -------------------------------------------------------------------------
+
+    def _pass(self, reason: str) -> PassCounts:
+        """One pass, in a worker thread; a rescan first puts every watch back where it belongs."""
+        if reason == RESCAN:
+            self._log_rearmed(self.watcher.rearm())
+        return run_pass(self.config, self.root, self.store)
+
+    def _report(self, result: PassResult) -> None:
+        counts = result.counts
+        if counts is None:
+            self.log.error(
+                "pass_crashed",
+                reason=result.reason,
+                error=repr(result.crash),
+                exc_info=result.crash,
+            )
+            self.metrics.record_error("crash")
+            status = f"last pass ({result.reason}) failed: {result.crash!r}"
+        else:
+            self.metrics.record_pass(counts, result.finished_at)
+            if result.reason == RESCAN:
+                self.metrics.rescans.inc()
+            self.health.pass_done(counts.as_dict(), result.finished_at)
+            self._log_pass(result.reason, counts)
+            status = (
+                f"last pass ({result.reason}): landed={counts.landed} "
+                f"waiting={counts.bodies_waiting} unreadable={counts.bodies_unreadable} "
+                f"conflicts={counts.conflicts}"
+            )
+        if self.health.ready:
+            self._notify(self.notifier.status, status)
+        else:
+            self.health.ready = True
+            self.log.info("ready")
+            self._notify(self.notifier.ready, status)
+
+    def _log_pass(self, reason: str, counts: PassCounts) -> None:
+        backlog = (counts.bodies_waiting, counts.bodies_unreadable)
+        if self.as_json or counts.changed or backlog != self._logged_backlog:
+            self.log.info("pass", reason=reason, **counts.as_dict())
+            self._logged_backlog = backlog
+        for source in counts.conflict_sources:
+            if source not in self._known_conflicts:
+                self.log.warning("conflict", source=source)
+        for error in counts.errors:
+            if error not in self._known_errors:
+                self.log.error("pass_error", reason=reason, error=error)
+        self._known_conflicts = set(counts.conflict_sources)
+        self._known_errors = set(counts.errors)
+
+    # -- reporting helpers --------------------------------------------------------------
+
+    def _log_start(self) -> None:
+        timing = self.config.service
+        self.log.info(
+            "starting",
+            version=__version__,
+            pid=os.getpid(),
+            root=str(self.root.path),
+            projects=str(self.config.projects_dir),
+            bodies=str(self.config.bodies_dir),
+            batch_window=timing.batch_window,
+            settle_seconds=timing.settle_seconds,
+            rescan_interval=timing.rescan_interval,
+            unreadable_after=timing.unreadable_after,
+            systemd=self.notifier.enabled,
+        )
+
+    def _log_rearmed(self, rearmed: Rearmed) -> None:
+        for armed in rearmed.moved:
+            self._log_watching(armed)
+        for error in rearmed.errors:
+            self.log.error("watch_error", error=error)
+            self.metrics.record_error("watch")
+
+    def _log_watching(self, armed: Armed) -> None:
+        self.log.info(
+            "watching", target=str(armed.target.path), watched=armed.base, exact=armed.exact
+        )
+
+    def _announce_stop(self) -> None:
+        """STOPPING=1 as soon as the service begins to stop, once, whatever made it stop."""
+        if not self._stop_announced:
+            self._stop_announced = True
+            self._notify(self.notifier.stopping)
+
+    def _notify(self, send: Callable[..., None], *args: str) -> None:
+        try:
+            send(*args)
+        except OSError as err:
+            self.log.error("notify_failed", error=str(err))
+            self.metrics.record_error("notify")
+
+
+def _targets(config: Config) -> list[Target]:
+    targets = []
+    if config.adapters.claude_code_local.enabled:
+        targets.append(Target(config.projects_dir, recursive=True))
+    if config.adapters.claude_code_provider.enabled:
+        targets.append(Target(config.bodies_dir, recursive=False))
+    return targets
+
+
+def _check_bodies(paths: list[str]) -> list[BodyCheck]:
+    return [check_body(Path(path)) for path in paths]
