@@ -1,0 +1,163 @@
+"""The view document: on a hand-made session, on real transcripts, and on a synthetic capture
+landed by the real collector, where every assertion of its expected.json must hold."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+from test_joins import MAIN_STREAM, SESSION, SYSTEM_PROMPT, HandMade, chain
+
+from asz.store.framing import read_file
+from asz.store.root import Root
+from asz.view import build_view
+
+
+def made_session(tmp_path: Path) -> tuple[HandMade, Root]:
+    """Two prompts in the main stream, a subagent started by the second, a compaction, a
+    call whose response never landed, a title request, and a synthetic call."""
+    made = HandMade(tmp_path)
+    agent = "a0123456789abcdef"
+    made.prompt(MAIN_STREAM, "p1", "fix the tests")
+    chain(made, MAIN_STREAM, "p1", [("msg_1", "req_1")])
+    made.request("p1", "req_1", model="claude-haiku-4-5")  # a title: no call carries its pair
+    made.response("req_title", "msg_title")
+    made.prompt(MAIN_STREAM, "p2", "now the docs")
+    made.call(MAIN_STREAM, "msg_2", "req_2", tool_uses=("toolu_1",))
+    made.request("p2", "req_1")
+    made.response(
+        "req_2",
+        "msg_2",
+        usage={"input_tokens": 4, "cache_read_input_tokens": 900, "output_tokens": 77},
+        stop_reason="tool_use",
+    )
+    made.prompt(agent, None, "look around")
+    chain(made, agent, "p2", [("msg_s1", "req_s1"), ("msg_s2", "req_s2")])
+    made.agent_result(MAIN_STREAM, "toolu_1", agent, "p2")
+    made.call(MAIN_STREAM, "msg_3", "req_3")
+    made.request("p2", "req_2")  # its response never landed
+    made.call(MAIN_STREAM, "1f0b8c4f-5a7e-4f4e-9a51-7a0a0f0e0b8c", model="<synthetic>", texts=1)
+    made.request(None, "req_2")  # a compaction request names no prompt
+    made.compaction(MAIN_STREAM, "The summary.")
+    return made, made.land()
+
+
+def test_the_document_describes_the_session_by_reference(tmp_path: Path) -> None:
+    _made, root = made_session(tmp_path)
+    doc = build_view(root, SESSION)
+    assert doc["schema"] == "asz.view/1"
+    session = doc["session"]
+    assert session["id"] == SESSION
+    assert session["directories"] == {"projects": ["-home-dev-proj"], "cwds": ["/home/dev/proj"]}
+    assert session["first_time"] == "2026-09-01T10:00:01.000Z"
+    assert session["last_time"] is not None and session["last_time"] > session["first_time"]
+    assert session["models"] == ["claude-opus-4-6"]
+    assert session["counts"]["calls"] == 6
+    assert session["counts"]["synthetic_calls"] == 1
+    assert (session["counts"]["requests"], session["counts"]["responses"]) == (7, 5)
+
+    main, sub = doc["streams"]
+    assert (main["id"], main["started_by"], main["gap"]) == (MAIN_STREAM, None, None)
+    assert sub["id"] == "a0123456789abcdef"
+    assert sub["started_by"] == {
+        "stream": MAIN_STREAM,
+        "message_id": "msg_2",
+        "tool_use_id": "toolu_1",
+        "prompt_id": "p2",
+    }
+
+    calls = {call["message_id"]: call for call in doc["calls"]}
+    assert [call["message_id"] for call in doc["calls"]] == [
+        "msg_1", "msg_2", "msg_3", "1f0b8c4f-5a7e-4f4e-9a51-7a0a0f0e0b8c", "msg_s1", "msg_s2",
+    ]  # fmt: skip
+    second = calls["msg_2"]
+    assert (second["stream"], second["request_id"], second["prompt_id"]) == (
+        MAIN_STREAM, "req_2", "p2",
+    )  # fmt: skip
+    assert second["usage"] == {"input_tokens": 4, "cache_read_input_tokens": 900,
+                               "output_tokens": 77}  # fmt: skip
+    assert second["stop_reason"] == "tool_use"
+    assert [body["role"] for body in second["provider_bodies"]] == ["request", "response"]
+    assert calls["msg_s1"]["prompt_id"] is None  # the subagent's lines carry no prompt
+    assert [b["role"] for b in calls["msg_s1"]["provider_bodies"]] == ["request", "response"]
+    assert [b["role"] for b in calls["msg_3"]["provider_bodies"]] == ["request"]
+    assert calls["msg_3"]["usage"] is None
+    synthetic = calls["1f0b8c4f-5a7e-4f4e-9a51-7a0a0f0e0b8c"]
+    assert synthetic["synthetic"] and synthetic["provider_bodies"] == []
+
+    assert doc["epochs"] == [
+        {
+            "type": "epoch.boundary",
+            "stream": MAIN_STREAM,
+            "uuid": doc["epochs"][0]["uuid"],
+            "time": doc["epochs"][0]["time"],
+            "trigger": "manual",
+            "pre_tokens": 1234,
+            "summary": "The summary.",
+        }
+    ]
+    summary = doc["summary"]
+    assert (summary["calls"], summary["bodies_landed"]) == (6, 12)
+    assert (summary["requests_joined"], summary["responses_joined"]) == (5, 4)
+    assert summary["calls_with_both"] == 4
+    assert summary["unjoined_by_reason"] == {"no call names it": 2, "names no prompt": 1}
+    assert {item["role"] for item in summary["unjoined"]} == {"request", "response"}
+    assert doc["problems"] == []
+
+
+def test_every_reference_names_the_landed_record_and_no_body_is_carried(tmp_path: Path) -> None:
+    _made, root = made_session(tmp_path)
+    doc = build_view(root, SESSION)
+    files = {item.path.name: item for item in root.landed(root.bodies_dir(SESSION))}
+    refs = [body for call in doc["calls"] for body in call["provider_bodies"]]
+    assert len(refs) == 9
+    for body in refs:
+        landed = read_file(files[body["ref"]["file"]].path)
+        assert landed.seq == body["ref"]["seq"]
+        meta = landed.records[body["ref"]["row"] - 1].meta
+        assert (meta["id"], meta["role"]) == (body["id"], body["role"])
+    text = orjson.dumps(doc)
+    assert SYSTEM_PROMPT.encode() not in text
+    assert b"fix the tests" not in text
+    assert b"x-anthropic-billing-header" not in text
+
+
+def test_real_transcripts_with_a_subagent_and_a_compaction(
+    tmp_path: Path, samples: Path, run_asz: Any
+) -> None:
+    claude = tmp_path / "claude"
+    shutil.copytree(samples / "transcripts" / "v2.1.39-subagents-dir", claude / "projects")
+    root = tmp_path / "root"
+    done = run_asz("collect", "--once", "--root", str(root), env={"CLAUDE_CONFIG_DIR": str(claude)})
+    assert done.returncode == 0, done.stderr
+    session = "4d5611e5-241a-462a-8d15-5122611a9569"
+    doc = build_view(Root(root), session)
+
+    # Every distinct message id of the assistant lines is one call, in its own stream.
+    expected: Counter[str] = Counter()
+    for path in (claude / "projects").rglob("*.jsonl"):
+        stream = "main" if path.name == f"{session}.jsonl" else path.stem.removeprefix("agent-")
+        ids = {
+            line["message"]["id"]
+            for line in map(orjson.loads, path.read_bytes().splitlines())
+            if line.get("type") == "assistant"
+        }
+        expected.update({stream: len(ids)})
+    assert Counter(call["stream"] for call in doc["calls"]) == expected
+    streams = {stream["id"]: stream for stream in doc["streams"]}
+    assert set(streams) == {"main", "a2898e3", "acompact-e1f845"}
+    assert all(stream["gap"] is None for stream in streams.values())
+    start = streams["a2898e3"]["started_by"]
+    assert start is not None and start["stream"] == "main"
+    starter = next(call for call in doc["calls"] if call["message_id"] == start["message_id"])
+    assert starter["stream"] == "main"
+    [epoch] = doc["epochs"]
+    assert (epoch["stream"], epoch["trigger"]) == ("main", "auto")
+    assert epoch["summary"].startswith("This session is being continued")
+    assert doc["session"]["directories"]["cwds"] == [
+        "/home/USER/projects/spotter-worktrees/spotter-dov"
+    ]
+    assert doc["summary"]["bodies_landed"] == 0
