@@ -534,3 +534,25 @@ def test_real_captured_bodies_rebuild_exactly_and_land_small(samples: Path) -> N
     assert sum(landed_size(r) for r in records) < 0.5 * sum(len(b) for _, b in bodies)
     assert any(copied_from(r) for r in records)
     assert all(r.meta["segs"][0][3] >= MIN_COPY for r in records if copied_from(r))
+
+
+def test_a_default_synth_capture_lands_in_one_session_and_rebuilds(tmp_path: Path) -> None:
+    synth = pytest.importorskip("asz.synth")
+    if not hasattr(synth, "synthesize"):
+        pytest.skip("asz.synth cannot write a capture yet")
+    synth.synthesize(tmp_path, synth.SynthOptions())
+    files = [*tmp_path.rglob("*.request.json"), *tmp_path.rglob("*.response.json")]
+    files.sort(key=lambda path: (path.stat().st_mtime_ns, path.name))
+    assert files
+    held = SessionBodies()
+    records = []
+    for path in files:
+        role = path.name.split(".")[-2]
+        records.append(land(held, path.name.removesuffix(".json"), path.read_bytes(), role))
+    fresh = SessionBodies()
+    for record in records:
+        fresh.add(reread(record))
+    for path in files:
+        assert fresh.rebuild(path.name.removesuffix(".json")) == path.read_bytes()
+    source = sum(path.stat().st_size for path in files)
+    assert sum(landed_size(r) for r in records) < source / 2
