@@ -71,6 +71,17 @@ def build_parser() -> argparse.ArgumentParser:
     body.add_argument("session")
     body.add_argument("id", help="source file name without .json, e.g. <uuid>.request")
 
+    view = command("view", "print a session's calls joined to their bodies (JSON)")
+    view.add_argument("session")
+
+    cache = command("cache", "say what broke the prompt cache at each request, and what it cost")
+    cache.add_argument("session")
+    cache.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    service = command("service", "install, remove or inspect the per-user collector service")
+    service.add_argument("action", choices=["install", "uninstall", "status"])
+    service.add_argument("--dry-run", action="store_true", help="say what would be done")
+
     sources = command("sources", "say what each adapter sees")
     sources.add_argument("--json", action="store_true")
 
@@ -131,9 +142,8 @@ def _verify(args: argparse.Namespace, config: Config) -> int:
 
     root = Root(config.root)
     sessions = None if args.session is None else [_session_arg(args.session)]
-    if sessions and not root.session_dir(sessions[0]).is_dir():
-        print(f"asz: no session {sessions[0]} under {root.path}", file=sys.stderr)
-        return EXIT_FAILED
+    if sessions:
+        _landed_session(root, sessions[0])
     report = verify_root(root, sessions, checks=[transcript_check])
     if args.json:
         print_json(report.as_dict())
@@ -141,7 +151,7 @@ def _verify(args: argparse.Namespace, config: Config) -> int:
         for problem in report.problems:
             print(f"problem: {problem}")
         print(
-            f"checked {report.sessions} session(s), {report.files} body file(s), "
+            f"checked {report.sessions} session(s), {report.files} landed file(s), "
             f"{report.bodies} bodies, {report.transcript_lines} transcript line(s): "
             + (f"{len(report.problems)} problem(s)" if report.problems else "all rebuild")
         )
@@ -162,6 +172,42 @@ def _body(args: argparse.Namespace, config: Config) -> int:
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
     return EXIT_OK
+
+
+def _view(args: argparse.Namespace, config: Config) -> int:
+    from asz.store.root import Root
+    from asz.view import build_view
+
+    root = Root(config.root)
+    session = _landed_session(root, args.session)
+    print_json(build_view(root, session))
+    return EXIT_OK
+
+
+def _cache(args: argparse.Namespace, config: Config) -> int:
+    from asz.store.root import Root
+    from asz.view import cache_report, format_cache_report
+
+    root = Root(config.root)
+    report = cache_report(root, _landed_session(root, args.session))
+    if args.json:
+        print_json(report)
+    else:
+        print(format_cache_report(report))
+    return EXIT_OK
+
+
+def _service(args: argparse.Namespace, config: Config) -> int:
+    from asz.daemon.install import service_command
+
+    return service_command(args.action, config, dry_run=args.dry_run)
+
+
+def _landed_session(root, session: str) -> str:
+    session = _session_arg(session)
+    if not root.session_dir(session).is_dir():
+        raise UsageError(f"no session {session} under {root.path}")
+    return session
 
 
 def _sources(args: argparse.Namespace, config: Config) -> int:
@@ -221,6 +267,9 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace, Config], int]] = {
     "verify": _verify,
     "body": _body,
     "sources": _sources,
+    "view": _view,
+    "cache": _cache,
+    "service": _service,
     "restore": _restore,
     "synth": _synth,
     "demo": _demo,

@@ -1,0 +1,46 @@
+"""``asz sources``: what each adapter sees, without landing anything."""
+
+from __future__ import annotations
+
+from asz.adapters.claude_code_provider import describe_sources
+from asz.adapters.discovery import discover
+from asz.config import Config
+from asz.output import print_json
+
+
+def sources_command(config: Config, as_json: bool) -> int:
+    found = discover(config.projects_dir)
+    transcripts = {
+        "dir": str(config.projects_dir),
+        "exists": config.projects_dir.is_dir(),
+        "sessions": len(found.sessions),
+        "files": sum(len(session.sources) for session in found.sessions.values()),
+        "unattributed": len(found.unattributed),
+        "errors": found.errors,
+    }
+    bodies = describe_sources(config)
+    if as_json:
+        print_json({"claude_code_local": transcripts, "claude_code_provider": bodies})
+        return 0
+    print("claude-code-local")
+    print(f"  transcripts  : {transcripts['dir']}" + ("" if transcripts["exists"] else " (absent)"))
+    print(f"  sessions     : {transcripts['sessions']} ({transcripts['files']} files)")
+    for error in found.errors:
+        print(f"  error        : {error}")
+    print("claude-code-provider")
+    if not bodies["exists"]:
+        print(f"  bodies       : {bodies['dir']} (absent)")
+        print(
+            "  Claude Code writes bodies there when its environment has "
+            f"OTEL_LOG_RAW_API_BODIES=file:{bodies['dir']}"
+        )
+        return 0
+    print(f"  bodies       : {bodies['dir']}")
+    print(f"  files        : {bodies['requests']} request(s), {bodies['responses']} response(s)")
+    for session, count in bodies["sessions"].items():
+        print(f"    {session}  {count} request(s)")
+    print(
+        f"  {len(bodies['sessions'])} session(s) named by requests; a response joins its "
+        "session when it is collected"
+    )
+    return 0
