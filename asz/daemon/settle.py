@@ -68,10 +68,10 @@ def check_body(path: Path) -> BodyCheck:
     try:
         read = read_body(path.parent, path.name)
     except NotReadable as err:
-        if err.gone:
+        if err.kind == "gone":
             return BodyCheck(Verdict.GONE)
-        # Changed size while read: still being written, and its next write is an event.
-        return BodyCheck(Verdict.WAIT if "size" in err.why else Verdict.TAKE)
+        # Still being written, and its next write is an event; anything else is the pass's.
+        return BodyCheck(Verdict.WAIT if err.kind == "changing" else Verdict.TAKE)
     except TooLarge:
         return BodyCheck(Verdict.TAKE)
     if is_one_json_value(read.data):

@@ -25,6 +25,7 @@ import os
 import queue
 import socket
 import threading
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,6 +182,12 @@ class Watcher:
     # -- blocking (call from a worker thread) ---------------------------------------------
 
     def start(self) -> Rearmed:
+        # Watchdog warns when a directory tree made at once (``mkdir -p``) gets a watch both
+        # from the walk and from its creation event; the second replaces the first, and
+        # nothing is missed, so the warning only adds noise to the log.
+        warnings.filterwarnings(
+            "ignore", message="Callback with id", category=RuntimeWarning, module="watchdog"
+        )
         logging.getLogger("watchdog").addHandler(self._trouble)
         self._observer.start()
         return self.rearm()
