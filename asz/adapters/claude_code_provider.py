@@ -41,6 +41,7 @@ from asz.bodykeys import BodyKeys, is_session_id, read_keys
 from asz.config import Config
 from asz.store.bodies import BodyStore, IncomingBody, ReadBackError
 from asz.store.codec import CodecError
+from asz.store.crashpoints import crash_point
 from asz.store.framing import LandedFileError
 from asz.store.ledger import (
     CONFLICTING,
@@ -116,7 +117,9 @@ def collect_bodies(
     run.index(directory)
     run.look(listing.files)
     run.claim_and_land()
+    crash_point("provider.landed")
     run.ledger.save(root)
+    crash_point("provider.ledger")
     return result
 
 

@@ -31,6 +31,7 @@ from asz.adapters.provider_source import NotReadable, open_regular, parse_body_n
 from asz.adapters.session_filter import Verdict
 from asz.bodykeys import is_session_id
 from asz.store.atomic import publish_new, replace_file
+from asz.store.crashpoints import crash_point
 from asz.store.framing import LandedFileError, encode_file, read_file
 from asz.store.root import Root
 
@@ -178,6 +179,7 @@ def sync_index(
     encoded = state.encode()
     if encoded != saved:
         replace_file(path, encoded)
+        crash_point("index.saved")
     return result
 
 
@@ -372,6 +374,7 @@ class _Lander:
         data = encode_file(header, records, self.compression)
         path = directory / Root.landed_name(PROVIDER_INDEX, seq)
         publish_new(path, data, check=lambda temp: _check_read_back(temp, records))
+        crash_point("index.published")
         self.root.remember_seq(session, seq)
         result = self.result
         result.sessions.add(session)
@@ -385,3 +388,4 @@ def _check_read_back(temp: Path, records: list[tuple[dict, bytes]]) -> None:
     landed = read_file(temp)
     if [(record.meta, record.payload) for record in landed.records] != records:
         raise LandedFileError(temp, "did not read back as the index lines written")
+    crash_point("index.written")

@@ -4,12 +4,18 @@ A landed file must never be seen half-written and must never replace another fil
 written to a temporary name in the same directory, flushed to disk, published under its final
 name with a hard link (which fails instead of overwriting), and the directory is flushed too.
 Everything is created private to the user whatever the umask: files 0600, directories 0700.
+
+``ASZ_FAULT=enospc:<n>`` or ``eio:<n>`` makes the ``n``-th file this process writes fail the
+way a full disk (part of the bytes written, then ENOSPC, and so on for every later file) or a
+failing disk (EIO when the file is flushed, that file only) does, so the handling of both can
+be proven on any filesystem.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import secrets
 from collections.abc import Callable
@@ -52,15 +58,40 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+_FAULT_ENV = "ASZ_FAULT"
+_writes = itertools.count(1)
+
+
+def _injected_fault() -> int | None:
+    """The errno the file being written must fail with, when ``ASZ_FAULT`` says so."""
+    wanted = os.environ.get(_FAULT_ENV)
+    if not wanted:
+        return None
+    write = next(_writes)
+    kind, _, nth = wanted.partition(":")
+    first = int(nth or 1)
+    if kind == "enospc" and write >= first:
+        return errno.ENOSPC
+    if kind == "eio" and write == first:
+        return errno.EIO
+    return None
+
+
 def _write_temp(directory: Path, data: bytes) -> Path:
     temp = directory / f"{TEMP_PREFIX}{secrets.token_hex(8)}"
+    fault = _injected_fault()
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
     try:
         os.fchmod(fd, FILE_MODE)
         view = memoryview(data)
+        if fault == errno.ENOSPC:
+            os.write(fd, view[: len(view) // 2])
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(temp))
         while view:
             written = os.write(fd, view)
             view = view[written:]
+        if fault == errno.EIO:
+            raise OSError(errno.EIO, os.strerror(errno.EIO), str(temp))
         os.fsync(fd)
     except BaseException:
         os.close(fd)

@@ -26,6 +26,7 @@ from asz import __version__
 from asz.bodykeys import BodyKeys
 from asz.store.atomic import publish_new
 from asz.store.codec import CodecError, IdConflict, Record, Repeat, SessionBodies
+from asz.store.crashpoints import crash_point
 from asz.store.framing import LandedFileError, encode_file, read_file
 from asz.store.root import PROVIDER_BODY, Root
 
@@ -179,6 +180,7 @@ class BodyStore:
         data = encode_file(header, ((rec.meta, rec.payload) for _, rec in batch), self.compression)
         path = self.root.bodies_dir(session) / Root.landed_name(PROVIDER_BODY, seq)
         publish_new(path, data, check=lambda temp: _check_read_back(temp, loaded.bodies, batch))
+        crash_point("body.published")
         self.root.remember_seq(session, seq)
         loaded.seqs = (*loaded.seqs, seq)
         outcome.files.append(path)
@@ -202,3 +204,4 @@ def _check_read_back(
         rebuilt = held.check(Record(meta=landed.meta, payload=landed.payload))
         if rebuilt != item.body:
             raise ReadBackError(f"{item.src} does not rebuild from what was written")
+    crash_point("body.written")

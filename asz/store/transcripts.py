@@ -41,6 +41,7 @@ import orjson
 import structlog
 
 from asz.store.atomic import publish_new, replace_file
+from asz.store.crashpoints import crash_point
 from asz.store.framing import MAX_CONTENT_BYTES, LandedFileError, encode_file, read_file
 from asz.store.root import TRANSCRIPT, LandedPath, Root
 from asz.store.verify import Problem, VerifyReport
@@ -529,6 +530,7 @@ class _SourceRun:
         if data != self.saved:
             replace_file(self.directory / CURSOR_FILE, data)
             self.saved = data
+            crash_point("transcript.cursor")
 
     def land_append(self) -> None:
         cursor = self.cursor
@@ -590,7 +592,12 @@ class _SourceRun:
         }
         meta = {"off": off, "line": line, "lines": lines, "sha256": digest}
         data = encode_file(header, [(meta, window)], self.lander.compression)
-        publish_new(self.directory / Root.landed_name(TRANSCRIPT, seq), data)
+        publish_new(
+            self.directory / Root.landed_name(TRANSCRIPT, seq),
+            data,
+            check=lambda _temp: crash_point("transcript.written"),
+        )
+        crash_point("transcript.published")
         cursor.offset, cursor.line = off + len(window), line + lines
         cursor.tail_sha256 = tail_sha256
         cursor.last_seq = seq
