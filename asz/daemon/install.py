@@ -79,7 +79,15 @@ def service_environment(config: Config) -> dict[str, str]:
 
 def systemd_quote(argument: str) -> str:
     """One ExecStart= word: ``%`` and ``$`` doubled, quoted when it holds anything special."""
-    escaped = argument.replace("%", "%%").replace("$", "$$")
+    return _quoted(argument.replace("%", "%%").replace("$", "$$"))
+
+
+def systemd_assignment(key: str, value: str) -> str:
+    """One Environment= assignment; systemd expands specifiers there but not variables."""
+    return _quoted(f"{key}={value}".replace("%", "%%"))
+
+
+def _quoted(escaped: str) -> str:
     if escaped and not any(char in escaped for char in " \t\n\"'\\;"):
         return escaped
     return '"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -88,7 +96,7 @@ def systemd_quote(argument: str) -> str:
 def render_unit(exec_start: str, environment: Mapping[str, str]) -> str:
     """The user unit; ``exec_start`` is the ExecStart= line's value, already quoted."""
     lines = "".join(
-        "Environment=" + systemd_quote(f"{key}={value}") + "\n"
+        "Environment=" + systemd_assignment(key, value) + "\n"
         for key, value in sorted(environment.items())
     )
     return _UNIT_TEMPLATE.format(exec_start=exec_start, environment=lines)
