@@ -16,15 +16,15 @@ T0 = 1_750_000_000 * 1_000_000_000
 
 
 def transcripts(holding: dict[str, set[str]]):
-    """A message holder over a fixed map of session -> message ids, counting its questions."""
+    """The calls each session's transcripts record, counting the sessions asked about."""
     asked: list[str] = []
 
-    def holds(session: str, message_id: str) -> bool:
+    def calls_of(session: str) -> set[str]:
         asked.append(session)
-        return message_id in holding.get(session, set())
+        return holding.get(session, set())
 
-    holds.asked = asked  # type: ignore[attr-defined]
-    return holds
+    calls_of.asked = asked  # type: ignore[attr-defined]
+    return calls_of
 
 
 def response(request_id: str | None, message_id: str | None) -> BodyKeys:
@@ -154,3 +154,17 @@ def test_sessions_near_is_exactly_the_sessions_with_a_request_in_the_window(
         book.add(session, None, mtime)
     expected = {session for session, mtime in requests if abs(mtime - at) <= WINDOW_NS}
     assert book.sessions_near(at) == expected
+
+
+def test_each_sessions_transcripts_are_read_once_however_many_responses_are_searched() -> None:
+    book = RequestBook()
+    book.add(A, None, T0)
+    book.add(B, None, T0 + HOUR)
+    calls_of = transcripts({A: {"msg_1", "msg_2"}, B: {"msg_3"}})
+    claimer = Claimer(book, {}, calls_of)
+    found = [
+        claimer.claim(f"r{n}.response.json", "response", response(f"r{n}", f"msg_{n}"), T0)
+        for n in (1, 2, 3, 4)
+    ]
+    assert [claim.session for claim in found] == [A, A, B, None]
+    assert sorted(calls_of.asked) == [A, B]

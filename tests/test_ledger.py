@@ -96,17 +96,32 @@ def test_a_ledger_reads_back_exactly_what_was_written(entries: list[LedgerEntry]
         b'{"format":"asz.provider-ledger/0","entries":[]}',
         b'{"format":"asz.provider-ledger/1"}',
         b'{"format":"asz.provider-ledger/1","entries":[["a.request.json",1,2,"","landed",""]]}',
-        b'{"format":"asz.provider-ledger/1","entries":[["a.request.json","1",2,"",'
-        b'"landed","",{}]]}',
-        b'{"format":"asz.provider-ledger/1","entries":[["a.request.json",1,2,"","eaten","",{}]]}',
-        b'{"format":"asz.provider-ledger/1","entries":[["a.request.json",1,2,"",'
-        b'"landed","",{"colour":"red"}]]}',
         b'{"format":"asz.provider-ledger/1","entries":["a.request.json"]}',
+        b'{"format":"asz.provider-ledger/1","entries":[[7,1,2,"","landed","",{}]]}',
     ],
 )
 def test_anything_but_a_ledger_this_version_wrote_is_refused(data: bytes) -> None:
     with pytest.raises(ValueError):
         decode_ledger(data)
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        b'["a.request.json","1",2,"","waiting","",{}]',
+        b'["a.request.json",1,2,"","eaten","",{}]',
+        b'["a.request.json",1,2,"","waiting","",{"colour":"red"}]',
+        b'["a.request.json",1,2,"","waiting",[],{}]',
+        b'["a.request.json",1,2,"","waiting","",{"session":["x"],"prev_request":{}}]',
+    ],
+)
+def test_a_row_that_does_not_hold_is_forgotten_so_its_file_is_read_again(row: bytes) -> None:
+    ledger = decode_ledger(b'{"format":"asz.provider-ledger/1","entries":[' + row + b"]}")
+    assert ledger.peek("a.request.json") is not None
+    assert [request[1:3] for request in ledger.requests()] in ([], [(None, None)])
+    assert ledger.get("a.request.json") is None
+    assert ledger.peek("a.request.json") is None and ledger.dirty
+    assert b"a.request.json" not in ledger.encode()
 
 
 def test_putting_an_equal_entry_changes_nothing_and_an_unchanged_ledger_is_not_written(

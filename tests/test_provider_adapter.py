@@ -539,9 +539,17 @@ def test_a_torn_index_line_waits_and_lines_land_once(env: Env) -> None:
     env.run()
     env.run()
     assert landed_index_lines(env, A) == [first[:-1], second[:-1]]
-    (env.root.state_dir / "provider-index.json").unlink()
+    state = env.root.state_dir / "provider-index.json"
+    state.unlink()
     env.run()
     assert landed_index_lines(env, A) == [first[:-1], second[:-1]]
+    state.write_bytes(
+        b'{"format":"asz.provider-index/1","offset":0,"tail_sha256":"","held":{},'
+        b'"landed":["../elsewhere"],"claims":{}}'
+    )
+    assert complete(env.run())
+    assert landed_index_lines(env, A) == [first[:-1], second[:-1]]
+    assert b"elsewhere" not in state.read_bytes()
 
 
 def test_index_lines_of_a_session_not_yet_judged_are_held_until_it_is(env: Env) -> None:

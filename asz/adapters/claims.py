@@ -10,7 +10,7 @@ sessions could claim a body, or none does, the body waits and the next pass asks
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from asz.bodykeys import BodyKeys, is_session_id
@@ -41,28 +41,33 @@ class RequestBook:
     """What every known request says: the request ids it names and when its session wrote.
 
     Only requests naming a session in Claude Code's form are entered, so nothing here can point
-    outside the storage root. Times are bucketed by the hour, which keeps the search for the
-    sessions active around a response to a few set unions however many requests there are.
+    outside the storage root. Times are bucketed by the hour: the sessions of the hours wholly
+    inside a window are taken as they are, and only those of the two edge hours are checked
+    against their exact times, so a search costs a few set unions however many requests
+    there are.
     """
 
     def __init__(self) -> None:
         self._named_by: dict[str, set[str]] = {}
         self._times: dict[str, list[int]] = {}
-        self._sorted: set[str] = set()
+        self._unsorted: set[str] = set()
         self._buckets: dict[int, set[str]] = {}
         self._undated: set[str] = set()
+        self._valid: set[str] = set()
 
     def add(self, session: str | None, prev_request: str | None, mtime_ns: int) -> None:
         """Enters one request; ``mtime_ns`` below 0 means its time is unknown."""
-        if not session or not is_session_id(session):
-            return
+        if session not in self._valid:
+            if not session or not is_session_id(session):
+                return
+            self._valid.add(session)
         if prev_request:
             self._named_by.setdefault(prev_request, set()).add(session)
         if mtime_ns < 0:
             self._undated.add(session)
             return
         self._times.setdefault(session, []).append(mtime_ns)
-        self._sorted.discard(session)
+        self._unsorted.add(session)
         self._buckets.setdefault(mtime_ns // _BUCKET_NS, set()).add(session)
 
     def naming(self, request_id: str) -> frozenset[str]:
@@ -72,35 +77,45 @@ class RequestBook:
     def sessions_near(self, mtime_ns: int) -> set[str]:
         """Sessions with a request written within the window of ``mtime_ns`` (or undated)."""
         low, high = mtime_ns - WINDOW_NS, mtime_ns + WINDOW_NS
+        first, last = low // _BUCKET_NS, high // _BUCKET_NS
         found = set(self._undated)
-        for bucket in range(low // _BUCKET_NS, high // _BUCKET_NS + 1):
-            for session in self._buckets.get(bucket, ()):
-                if session not in found and self._has_time_between(session, low, high):
-                    found.add(session)
+        buckets = self._buckets
+        found.update(*(buckets.get(bucket, ()) for bucket in range(first + 1, last)))
+        edges = buckets.get(first, set()) | buckets.get(last, set())
+        found.update(
+            session for session in edges - found if self._has_time_between(session, low, high)
+        )
         return found
 
     def _has_time_between(self, session: str, low: int, high: int) -> bool:
         times = self._times[session]
-        if session not in self._sorted:
+        if session in self._unsorted:
             times.sort()
-            self._sorted.add(session)
+            self._unsorted.discard(session)
         at = bisect_left(times, low)
         return at < len(times) and times[at] <= high
 
 
-MessageHolder = Callable[[str, str], bool]
-"""``holds(session, message_id)``: whether the session's landed transcripts record that call."""
+CallsOf = Callable[[str], Iterable[str]]
+"""``calls_of(session)``: the message ids the session's landed transcripts record."""
 
 
 class Claimer:
-    """Applies the claim rules in order: the index, then the request, then the transcript."""
+    """Applies the claim rules in order: the index, then the request, then the transcript.
+
+    The transcripts of a session are asked for at most once, the first time the session is
+    near a response searched for, and their message ids go into one reverse index, so a
+    search is a set intersection rather than a question per session.
+    """
 
     def __init__(
-        self, book: RequestBook, index_claims: Mapping[str, str], holds: MessageHolder
+        self, book: RequestBook, index_claims: Mapping[str, str], calls_of: CallsOf
     ) -> None:
         self._book = book
         self._index = index_claims
-        self._holds = holds
+        self._calls_of = calls_of
+        self._searched: set[str] = set()
+        self._holders: dict[str, set[str]] = {}
 
     def claim(self, name: str, role: str, keys: BodyKeys, mtime_ns: int) -> Claim:
         """The session of the body in file ``name``, and the rule that found it."""
@@ -117,11 +132,14 @@ class Claimer:
             if naming:
                 return UNCLAIMED
         if keys.message_id:
-            holders = [
-                session
-                for session in sorted(self._book.sessions_near(mtime_ns))
-                if self._holds(session, keys.message_id)
-            ]
+            holders = self._holding(keys.message_id, self._book.sessions_near(mtime_ns))
             if len(holders) == 1:
-                return Claim(holders[0], By.TRANSCRIPT)
+                return Claim(next(iter(holders)), By.TRANSCRIPT)
         return UNCLAIMED
+
+    def _holding(self, message_id: str, near: set[str]) -> set[str]:
+        for session in sorted(near - self._searched):
+            self._searched.add(session)
+            for call in self._calls_of(session):
+                self._holders.setdefault(call, set()).add(session)
+        return self._holders.get(message_id, set()) & near

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
-from collections.abc import Container
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -47,6 +47,7 @@ from asz.store.ledger import (
     CONFLICTING,
     Ledger,
     LedgerEntry,
+    Peek,
     State,
     decode_ledger,
     ledger_path,
@@ -149,7 +150,6 @@ class _Pass:
         self.kept: dict[str, bytes] = {}
         self.kept_bytes = 0
         self._has_bodies: dict[str, bool] = {}
-        self._calls: dict[str, Container[str]] = {}
 
     # What is known about sessions, asked at most once per pass (the judge keeps its own).
 
@@ -161,10 +161,9 @@ class _Pass:
             )
         return self._has_bodies[session]
 
-    def holds_message(self, session: str, message_id: str) -> bool:
-        if session not in self._calls:
-            self._calls[session] = load_facts(self.root, session).calls
-        return message_id in self._calls[session]
+    def calls_of(self, session: str) -> Iterable[str]:
+        """The message ids the session's landed transcripts record (asked once per session)."""
+        return load_facts(self.root, session).calls
 
     # The steps of a pass.
 
@@ -187,22 +186,33 @@ class _Pass:
         self.ledger = load_ledger(self.root)
         self.result.errors += self.ledger.problems
         for source in files:
-            entry = self.ledger.get(source.name)
-            unchanged = entry is not None and entry.same_stat(source.size, source.mtime_ns)
-            if not (unchanged and self._answer(entry)):
-                self._read(source, entry)
+            seen = self.ledger.peek(source.name)
+            unchanged = (
+                seen is not None
+                and seen.size == source.size
+                and seen.mtime_ns == source.mtime_ns
+                and self._answer(source.name, seen)
+            )
+            if not unchanged:
+                self._read(source, self.ledger.get(source.name))
         self._prune({source.name for source in files})
 
-    def _answer(self, entry: LedgerEntry) -> bool:
-        """Counts an unchanged file from its entry; False when it must be read again."""
-        state = entry.state
-        if state is State.LANDED:
-            return self.has_bodies(entry.session)
-        if state in CONFLICTING:
-            self._conflict(entry)
-        elif state is State.UNREADABLE:
+    def _answer(self, name: str, seen: Peek) -> bool:
+        """Counts an unchanged file from the ledger; False when it must be read again."""
+        state = seen.state
+        if state == State.LANDED:
+            return self.has_bodies(seen.session)
+        if state == State.UNREADABLE:
             self.result.unreadable += 1
-        elif state in (State.WAITING, State.EXCLUDED):
+            return True
+        if state == State.TOO_LARGE:
+            return True
+        entry = self.ledger.get(name)
+        if entry is None:
+            return False
+        if entry.state in CONFLICTING:
+            self._conflict(entry)
+        else:
             self.candidates.append(
                 _Candidate(
                     entry.name, entry.role, entry.size, entry.mtime_ns, entry.sha256, entry.keys
@@ -276,8 +286,9 @@ class _Pass:
     def _prune(self, present: set[str]) -> None:
         """Forgets files that are gone, except what is still landed: a landed request keeps
         naming the call before it, and a changed file that is gone leaves its landed bytes."""
-        for entry in self.ledger:
-            if entry.name in present:
+        for name in self.ledger.names() - present:
+            entry = self.ledger.get(name)
+            if entry is None:
                 continue
             if entry.state in (State.LANDED, State.CHANGED) and self.has_bodies(entry.session):
                 self.ledger.put(replace(entry, state=State.LANDED))
@@ -287,7 +298,7 @@ class _Pass:
     def claim_and_land(self) -> None:
         if not self.candidates:
             return
-        claimer = Claimer(self._request_book(), self.index_claims, self.holds_message)
+        claimer = Claimer(self._request_book(), self.index_claims, self.calls_of)
         batches: dict[str, list[_Candidate]] = {}
         result = self.result
         for candidate in self.candidates:
@@ -314,9 +325,9 @@ class _Pass:
         """Every request known: landed or judged before (from the ledger), or read this pass."""
         book = RequestBook()
         judged_now = {candidate.name: candidate for candidate in self.candidates}
-        for entry in self.ledger:
-            if entry.role == "request" and entry.name not in judged_now:
-                book.add(entry.keys.session, entry.keys.prev_request, entry.mtime_ns)
+        for name, session, prev_request, mtime_ns in self.ledger.requests():
+            if name not in judged_now:
+                book.add(session, prev_request, mtime_ns)
         for candidate in judged_now.values():
             if candidate.role == "request":
                 book.add(candidate.keys.session, candidate.keys.prev_request, candidate.mtime_ns)

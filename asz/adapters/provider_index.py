@@ -100,17 +100,21 @@ def decode_state(data: bytes) -> IndexState:
         and isinstance(tail, str)
         and isinstance(held, dict)
         and isinstance(landed, list)
-        and all(isinstance(session, str) for session in landed)
+        and all(_is_session(session) for session in [*landed, *held])
         and isinstance(claims, dict)
-        and all(isinstance(session, str) for session in claims.values())
+        and all(session == "" or _is_session(session) for session in claims.values())
     ):
-        raise ValueError("a field has the wrong type")
+        raise ValueError("a field has the wrong type, or names no session")
     state = IndexState(offset, tail, {}, set(landed), claims)
     for session, lines in held.items():
         if not isinstance(lines, list):
             raise ValueError("a held list has the wrong type")
         state.held[session] = [_held_line(line) for line in lines]
     return state
+
+
+def _is_session(value: object) -> bool:
+    return isinstance(value, str) and is_session_id(value)
 
 
 def _held_line(line: object) -> tuple[int, int, str]:
@@ -163,7 +167,11 @@ def sync_index(
     if any(not _index_dir(root, session).is_dir() for session in state.landed):
         # A session whose lines landed was removed: read from the start so they land again.
         state = IndexState(claims=state.claims)
-    by_session = _read_new_lines(directory / INDEX_NAME, state, result)
+    try:
+        by_session = _read_new_lines(directory / INDEX_NAME, state, result)
+    except OSError as err:
+        result.errors.append(f"{directory / INDEX_NAME}: cannot be read: {err}")
+        by_session = {}
     lander = _Lander(root, budget, compression, result)
     for session in sorted(set(by_session) | set(state.held)):
         new = by_session.get(session, [])
@@ -188,15 +196,17 @@ def _held(lines: list[IndexLine]) -> list[tuple[int, int, str]]:
 
 
 def _load_state(path: Path) -> tuple[IndexState, bytes]:
+    """The saved state and the bytes it was read from (a missing state reads as the empty
+    one, so nothing is written until there is something to remember)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        return IndexState(), b""
+        return IndexState(), IndexState().encode()
     try:
         return decode_state(data), data
     except ValueError as err:
         log.warning("index state rebuilt", path=str(path), why=str(err))
-        return IndexState(), b""
+        return IndexState(), data
 
 
 def _index_dir(root: Root, session: str) -> Path:

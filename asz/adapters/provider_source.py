@@ -17,6 +17,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 
@@ -29,9 +30,8 @@ MAX_BODY_BYTES = MAX_BODY
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
-@dataclass(frozen=True, slots=True)
-class SourceFile:
-    """A file named like a body, as one stat saw it."""
+class SourceFile(NamedTuple):
+    """A file named like a body, as one stat saw it (a tuple: listings hold many)."""
 
     name: str
     stem: str

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 import structlog
@@ -54,6 +55,8 @@ class State(StrEnum):
 
 
 CONFLICTING = frozenset({State.CHANGED, State.CONFLICT})
+_STATES = {state.value: state for state in State}
+_NO_KEYS = BodyKeys()
 
 
 @dataclass(slots=True)
@@ -66,11 +69,11 @@ class LedgerEntry:
     sha256: str
     state: State
     session: str = ""
-    keys: BodyKeys = field(default_factory=BodyKeys)
+    keys: BodyKeys = _NO_KEYS
 
     @property
     def role(self) -> str:
-        return "request" if self.name.endswith(".request.json") else "response"
+        return "request" if self.name.endswith(_REQUEST) else "response"
 
     def same_stat(self, size: int, mtime_ns: int) -> bool:
         return self.size == size and self.mtime_ns == mtime_ns
@@ -88,49 +91,106 @@ class LedgerEntry:
 
     @classmethod
     def from_row(cls, row: list) -> LedgerEntry:
+        """An entry from its saved row; ValueError when a field has the wrong type.
+
+        Kept to exact type tests and dict lookups: an idle pass reads every row."""
         name, size, mtime_ns, sha256, state, session, keys = row
-        if not (
-            isinstance(name, str)
-            and isinstance(size, int)
-            and isinstance(mtime_ns, int)
-            and isinstance(sha256, str)
-            and isinstance(session, str)
-            and isinstance(keys, dict)
+        if (
+            type(name) is not str
+            or type(size) is not int
+            or type(mtime_ns) is not int
+            or type(sha256) is not str
+            or type(session) is not str
+            or type(keys) is not dict
+            or state not in _STATES
+            or any(type(value) is not str for value in keys.values())
         ):
             raise ValueError(f"ledger row {name!r} has a field of the wrong type")
-        return cls(name, size, mtime_ns, sha256, State(state), session, BodyKeys(**keys))
+        return cls(
+            name,
+            size,
+            mtime_ns,
+            sha256,
+            _STATES[state],
+            session,
+            BodyKeys(**keys) if keys else _NO_KEYS,
+        )
 
 
 class Ledger:
-    """Entries by source file name; remembers whether anything changed since it was read."""
+    """Entries by source file name; remembers whether anything changed since it was read.
 
-    def __init__(self, entries: dict[str, LedgerEntry] | None = None) -> None:
-        self._entries = entries if entries is not None else {}
+    Saved rows are turned into entries only when a file needs more than its stat compared
+    (``peek``), since an idle pass looks at every row and changes none; a row that does not
+    hold is forgotten, so its file is read again.
+    """
+
+    def __init__(self, rows: dict[str, list] | None = None) -> None:
+        self._rows = rows if rows is not None else {}
+        self._entries: dict[str, LedgerEntry] = {}
         self.dirty = False
         self.rebuilt = False
         self.problems: list[str] = []
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._rows) + len(self._entries)
 
     def __iter__(self) -> Iterator[LedgerEntry]:
+        for name in list(self._rows):
+            self.get(name)
         return iter(list(self._entries.values()))
 
+    def names(self) -> set[str]:
+        return self._rows.keys() | self._entries.keys()
+
+    def peek(self, name: str) -> Peek | None:
+        """Size, time, state and session of an entry, without making it an entry."""
+        entry = self._entries.get(name)
+        if entry is not None:
+            return Peek(entry.size, entry.mtime_ns, entry.state.value, entry.session)
+        row = self._rows.get(name)
+        return None if row is None else Peek(row[1], row[2], row[4], row[5])
+
     def get(self, name: str) -> LedgerEntry | None:
-        return self._entries.get(name)
+        entry = self._entries.get(name)
+        if entry is not None:
+            return entry
+        row = self._rows.pop(name, None)
+        if row is None:
+            return None
+        try:
+            entry = LedgerEntry.from_row(row)
+        except (TypeError, ValueError):
+            self.dirty = True
+            return None
+        self._entries[name] = entry
+        return entry
 
     def put(self, entry: LedgerEntry) -> None:
-        if self._entries.get(entry.name) != entry:
+        if self.get(entry.name) != entry:
             self._entries[entry.name] = entry
             self.dirty = True
 
     def drop(self, name: str) -> None:
-        if self._entries.pop(name, None) is not None:
+        if self._entries.pop(name, None) is not None or self._rows.pop(name, None) is not None:
             self.dirty = True
 
+    def requests(self) -> Iterator[tuple[str, str | None, str | None, int]]:
+        """``(name, session, prev_request, mtime_ns)`` of every request, read from the rows
+        directly: the claim rules need what every request names, on every pass."""
+        for entry in self._entries.values():
+            if entry.role == "request":
+                keys = entry.keys
+                yield entry.name, keys.session, keys.prev_request, entry.mtime_ns
+        for name, row in self._rows.items():
+            keys = row[6]
+            if name.endswith(_REQUEST) and type(keys) is dict and type(row[2]) is int:
+                yield name, _text(keys.get("session")), _text(keys.get("prev_request")), row[2]
+
     def encode(self) -> bytes:
-        rows = [self._entries[name].as_row() for name in sorted(self._entries)]
-        return orjson.dumps({"format": FORMAT, "entries": rows})
+        rows = dict(self._rows)
+        rows.update((name, entry.as_row()) for name, entry in self._entries.items())
+        return orjson.dumps({"format": FORMAT, "entries": [rows[name] for name in sorted(rows)]})
 
     def save(self, root: Root) -> bool:
         """Writes the ledger if it changed; says whether it wrote."""
@@ -141,12 +201,28 @@ class Ledger:
         return True
 
 
+class Peek(NamedTuple):
+    size: int
+    mtime_ns: int
+    state: str
+    session: str
+
+
+_REQUEST = ".request.json"
+
+
+def _text(value: object) -> str | None:
+    return value if type(value) is str else None
+
+
 def ledger_path(root: Root) -> Path:
     return root.state_dir / LEDGER_NAME
 
 
 def decode_ledger(data: bytes) -> Ledger:
-    """Parses a ledger; raises ValueError when it is not one this version wrote."""
+    """Parses a ledger; raises ValueError when it is not one this version wrote.
+
+    Each row's fields are checked when the row is first needed (see ``Ledger``)."""
     try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError as err:
@@ -156,16 +232,12 @@ def decode_ledger(data: bytes) -> Ledger:
     rows = document.get("entries")
     if not isinstance(rows, list):
         raise ValueError("the ledger has no entries")
-    entries: dict[str, LedgerEntry] = {}
+    by_name: dict[str, list] = {}
     for row in rows:
-        if not isinstance(row, list) or len(row) != 7:
+        if type(row) is not list or len(row) != 7 or type(row[0]) is not str:
             raise ValueError("the ledger holds a malformed row")
-        try:
-            entry = LedgerEntry.from_row(row)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"the ledger holds a malformed row: {err}") from None
-        entries[entry.name] = entry
-    return Ledger(entries)
+        by_name[row[0]] = row
+    return Ledger(by_name)
 
 
 def load_ledger(root: Root) -> Ledger:
@@ -202,8 +274,8 @@ def rebuild_ledger(root: Root) -> Ledger:
                     ledger.problems.append(
                         f"{landed.path}: row {record.row}: no provider-body manifest"
                     )
-                elif entry.name not in ledger._entries:
-                    ledger._entries[entry.name] = entry
+                elif ledger.get(entry.name) is None:
+                    ledger.put(entry)
     ledger.dirty = True
     ledger.rebuilt = True
     return ledger
