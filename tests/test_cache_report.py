@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from test_joins import MAIN_STREAM, TOOLS, HandMade, user_message
+from test_view import land_synth
 
+from asz.synth import SynthOptions
 from asz.view.cache import cache_report, format_cache_report, normalised_message
 
 Step = dict[str, Any]
@@ -298,3 +301,26 @@ def test_totals_and_the_reported_miss_reason(tmp_path: Path) -> None:
     assert "[reported: model_changed]" in table[1]
     assert "hit ratio 48.3%" in text
     assert any(line.split()[:2] == ["model", "1"] for line in lines[5:])
+
+
+def test_every_injected_break_of_a_synthetic_capture_is_found(tmp_path: Path, run_asz: Any) -> None:
+    root, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=11, subagents=2))
+    rows = {}
+    for session in expected["sessions"]:
+        report = cache_report(root, session["id"])
+        assert report["problems"] == []
+        rows.update({row["request_id"]: row for row in report["rows"]})
+    breaks = expected["cache_breaks"]
+    assert {brk["cause"] for brk in breaks} == {"model", "tools", "system", "effort", "ttl"}
+    for brk in breaks:
+        assert rows[brk["request"]]["cause"] == brk["cause"], brk
+    broken = {brk["request"] for brk in breaks}
+    calls = [b for b in expected["bodies"] if b["role"] == "request" and b["kind"] == "call"]
+    assert Counter(rows[b["id"]]["cause"] for b in calls if b["id"] not in broken).keys() <= {
+        "first",
+        "kept",
+        "compaction",
+    }
+    for body in calls:
+        assert rows[body["id"]]["cause"] == body["cache_cause"], body["id"]
+    assert all(rows[b["id"]]["input_tokens"] is not None for b in calls)

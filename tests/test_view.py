@@ -13,6 +13,7 @@ from test_joins import MAIN_STREAM, SESSION, SYSTEM_PROMPT, HandMade, chain
 
 from asz.store.framing import read_file
 from asz.store.root import Root
+from asz.synth import SynthOptions, synthesize
 from asz.view import build_view
 
 
@@ -161,3 +162,74 @@ def test_real_transcripts_with_a_subagent_and_a_compaction(
         "/home/USER/projects/spotter-worktrees/spotter-dov"
     ]
     assert doc["summary"]["bodies_landed"] == 0
+
+
+def land_synth(tmp_path: Path, run_asz: Any, options: SynthOptions) -> tuple[Root, dict]:
+    """A synthetic capture landed by one real ``asz collect --once`` pass; its expected.json."""
+    claude = tmp_path / "claude"
+    expected = synthesize(claude, options)
+    root = tmp_path / "root"
+    done = run_asz("collect", "--once", "--root", str(root), env={"CLAUDE_CONFIG_DIR": str(claude)})
+    assert done.returncode == 0, done.stderr
+    return Root(root), expected
+
+
+def check_synth_view(root: Root, expected: dict) -> None:
+    """Every join expected.json states is made, at the right call, and no other."""
+    for session in expected["sessions"]:
+        doc = build_view(root, session["id"])
+        assert doc["problems"] == []
+        listed = {
+            body["id"]: (call["message_id"], body["role"])
+            for call in doc["calls"]
+            for body in call["provider_bodies"]
+        }
+        truth = {}
+        for call in session["calls"]:
+            truth[call["request"]] = truth[call["response"]] = call["message_id"]
+        bodies = [body for body in expected["bodies"] if body["session"] == session["id"]]
+        for body in bodies:
+            if body["joins"]:
+                assert listed[body["id"]] == (truth[body["id"]], body["role"]), body["id"]
+            else:
+                assert body["id"] not in listed, body
+        both = {
+            call["message_id"]
+            for call in session["calls"]
+            if all(b["joins"] for b in bodies if b["id"] in (call["request"], call["response"]))
+        }
+        for call in doc["calls"]:
+            if call["message_id"] in both:
+                assert [b["role"] for b in call["provider_bodies"]] == ["request", "response"]
+                assert call["usage"] is not None and call["stop_reason"] is not None
+        unjoined = {item["id"] for item in doc["summary"]["unjoined"]}
+        landed = {b["id"] for b in bodies if b["role"] == "request" or b["claim"] is not None}
+        side_calls = {b["id"] for b in bodies if b["kind"] in ("title", "compaction")}
+        assert side_calls & landed
+        assert side_calls & landed <= unjoined
+        streams = {stream["id"]: stream for stream in doc["streams"]}
+        for stream in session["streams"]:
+            if stream["kind"] == "subagent":
+                start = streams[stream["stream"]]["started_by"]
+                assert (start["message_id"], start["tool_use_id"]) == (
+                    stream["parent_message_id"],
+                    stream["tool_use_id"],
+                )
+        assert len(doc["epochs"]) == len(session["compactions"])
+        assert all(epoch["summary"] for epoch in doc["epochs"])
+
+
+def test_a_synthetic_capture_joins_exactly_as_expected(tmp_path: Path, run_asz: Any) -> None:
+    root, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=5, subagents=2))
+    assert any(
+        stream["kind"] == "subagent" for s in expected["sessions"] for stream in s["streams"]
+    )
+    check_synth_view(root, expected)
+
+
+def test_a_synthetic_capture_with_its_index_joins_as_expected(tmp_path: Path, run_asz: Any) -> None:
+    options = SynthOptions(seed=9, sessions=1, subagents=2, uuid_responses=2, index=True)
+    root, expected = land_synth(tmp_path, run_asz, options)
+    check_synth_view(root, expected)
+    doc = build_view(root, expected["sessions"][0]["id"])
+    assert doc["summary"]["requests_joined_through_index"] == doc["summary"]["requests_joined"]
