@@ -15,6 +15,7 @@ from bodies import (
     ODD_SCALAR,
     PLAIN_SCALAR,
     SPACING,
+    Call,
     Chain,
     JsonWriter,
     Obj,
@@ -66,19 +67,21 @@ def landed_size(record: Record) -> int:
 # -- chains of real-shaped requests ------------------------------------------------------------
 
 
-def land_interleaved(shared_reminder: bool) -> tuple[SessionBodies, dict[int, Record], list[Any]]:
+def land_interleaved(shared_reminder: bool) -> tuple[list[Call], list[Record]]:
+    """Every request and response of the interleaved calls, landed in one session in order."""
     held = SessionBodies()
-    requests: dict[int, Record] = {}
     calls = interleaved(shared_reminder)
+    records = []
     for call in calls:
-        requests[call.number] = land(held, f"{call.number}.request", call.request)
-        land(held, f"{call.request_id}.response", call.response, role="response")
-    return held, requests, calls
+        records.append(land(held, f"{call.number}.request", call.request))
+        records.append(land(held, f"{call.request_id}.response", call.response, "response"))
+    return calls, records
 
 
 @pytest.mark.parametrize("shared_reminder", [False, True])
 def test_a_copy_follows_its_own_chain_across_interleaved_calls(shared_reminder: bool) -> None:
-    _, requests, _ = land_interleaved(shared_reminder)
+    calls, records = land_interleaved(shared_reminder)
+    requests = {call.number: record for call, record in zip(calls, records[::2], strict=True)}
     bases = {n: copied_from(record) for n, record in requests.items()}
     expected = {2: "1", 4: "3", 5: "2", 6: "4", 7: "5", 9: "8"}
     assert {n: bases[n] for n in expected} == {n: f"{b}.request" for n, b in expected.items()}
@@ -91,18 +94,13 @@ def test_a_copy_follows_its_own_chain_across_interleaved_calls(shared_reminder: 
 
 @pytest.mark.parametrize("shared_reminder", [False, True])
 def test_records_fed_in_order_to_a_fresh_session_rebuild_everything(shared_reminder: bool) -> None:
-    calls = interleaved(shared_reminder)
-    first = SessionBodies()
-    records = []
-    for call in calls:
-        records.append(land(first, f"{call.number}.request", call.request))
-        records.append(land(first, f"{call.request_id}.response", call.response, "response"))
-    second = SessionBodies(cache_bytes=0)
+    calls, records = land_interleaved(shared_reminder)
+    fresh = SessionBodies(cache_bytes=0)
     for record in records:
-        second.add(reread(record))
+        fresh.add(reread(record))
     for call in calls:
-        assert second.rebuild(f"{call.number}.request") == call.request
-        assert second.rebuild(f"{call.request_id}.response") == call.response
+        assert fresh.rebuild(f"{call.number}.request") == call.request
+        assert fresh.rebuild(f"{call.request_id}.response") == call.response
     raw = sum(len(c.request) + len(c.response) for c in calls)
     assert sum(landed_size(r) for r in records) < raw / 2
 
