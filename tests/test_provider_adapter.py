@@ -28,12 +28,14 @@ from asz.adapters.claude_code_provider import (
 from asz.adapters.provider_index import PROVIDER_INDEX
 from asz.adapters.provider_source import is_one_json_value, list_sources
 from asz.adapters.session_filter import SessionJudge
+from asz.bodykeys import read_keys
 from asz.config import AdapterConfig, Adapters, Config, SessionFilter
-from asz.store.bodies import BodyStore
+from asz.store.bodies import BodyStore, IncomingBody
 from asz.store.framing import read_file
 from asz.store.ledger import ledger_path
 from asz.store.reader import SessionReader
-from asz.store.root import Root
+from asz.store.root import Root, collector_lock
+from asz.synth import SynthOptions, synthesize
 
 A = "11111111-2222-4333-8444-555555555555"
 B = "66666666-7777-4888-8999-aaaaaaaaaaaa"
@@ -136,7 +138,7 @@ class Env:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
 
-    def run(self, now: float = NOW, config: Config | None = None) -> ProviderResult:
+    def run(self, now: float | None = NOW, config: Config | None = None) -> ProviderResult:
         """A pass: transcripts first, then bodies, under a fresh judge."""
         config = config or self.config
         local = collect_transcripts(config, self.root)
@@ -652,25 +654,20 @@ def test_the_real_asz_collect_once_reports_the_pass(tmp_path: Path, run_asz) -> 
     env.write("r1.request.json", request(A), BASE)
     env.write("req_title.response.json", response("msg_title"), BASE)
     env.transcript(A)
-    process = run_asz(
-        "collect",
-        "--once",
-        "--json",
-        env={"CLAUDE_CONFIG_DIR": str(env.config.claude_dir), "ASZ_ROOT": str(env.root.path)},
-    )
+    where = {"CLAUDE_CONFIG_DIR": str(env.config.claude_dir), "ASZ_ROOT": str(env.root.path)}
+    with collector_lock(env.root):
+        busy = run_asz("collect", "--once", "--json", env=where)
+    assert busy.returncode == 1 and not env.root.session_dir(A).exists()
+    process = run_asz("collect", "--once", "--json", env=where)
     assert process.returncode == 0, process.stderr
     counts = orjson.loads(process.stdout.splitlines()[-1])
     assert counts["bodies_landed"] == 1 and counts["bodies_waiting"] == 1
     assert counts["conflicts"] == 0 and counts["errors"] == []
     env.write("r1.request.json", request(A, text="edited"), BASE + 10)
-    failed = run_asz(
-        "collect",
-        "--once",
-        "--json",
-        env={"CLAUDE_CONFIG_DIR": str(env.config.claude_dir), "ASZ_ROOT": str(env.root.path)},
-    )
+    failed = run_asz("collect", "--once", "--json", env=where)
     assert failed.returncode == 1
     assert orjson.loads(failed.stdout.splitlines()[-1])["conflicts"] == 1
+    assert b"r1.request.json" in failed.stderr
 
 
 def test_real_request_bodies_land_in_the_session_they_name(env: Env, samples: Path) -> None:
@@ -686,3 +683,113 @@ def test_real_request_bodies_land_in_the_session_they_name(env: Env, samples: Pa
     result = env.run()
     assert (result.bodies_landed, result.waiting) == (1, 1), "1.0.6 names no session"
     assert env.body(session, "real.request") == body
+
+
+@pytest.mark.parametrize("index", [False, True])
+def test_a_synthesised_capture_lands_as_its_ground_truth_says(tmp_path: Path, index: bool) -> None:
+    capture = tmp_path / "capture"
+    expected = synthesize(capture, SynthOptions(index=index))
+    config = Config(root=tmp_path / "root", claude_dir=capture)
+    assert config.bodies_dir == capture / expected["bodies_dir"]
+    env = Env(tmp_path, config, BodyStore(Root(config.root), config.compression))
+    first = env.run(now=None)
+    bodies = expected["bodies"]
+    waiting = [body for body in bodies if body["claim"] is None]
+    assert complete(first)
+    assert first.waiting == len(waiting)
+    assert first.bodies_landed == len(bodies) - len(waiting)
+    assert first.sessions == {session["id"] for session in expected["sessions"]}
+    for body in bodies:
+        if body["claim"] is not None:
+            assert env.body(body["session"], body["id"]) == (capture / body["file"]).read_bytes()
+    special = [body for body in bodies if body["role"] == "response" and body["kind"] != "call"]
+    assert special, "the capture has title and compaction responses"
+    assert all((body["claim"] is None) != index for body in special)
+    if index:
+        lines = (config.bodies_dir / "index.jsonl").read_bytes().splitlines()
+        landed = [line for session in first.sessions for line in landed_index_lines(env, session)]
+        assert sorted(landed) == sorted(lines)
+    second = env.run(now=None)
+    assert (second.bodies_landed, second.files, second.waiting) == (0, 0, len(waiting))
+    assert complete(second)
+
+
+def test_lost_derived_state_is_rebuilt_and_the_next_pass_reads_nothing(env: Env) -> None:
+    env.write("r1.request.json", request(A), BASE)
+    env.write("req_a1.response.json", response("msg_a1"), BASE + 1)
+    env.write("r2.request.json", request(A, prev="req_a1"), BASE + 2)
+    env.write("index.jsonl", index_line(A, "req_a1", "msg_a1", "r1.request.json"))
+    env.transcript(A)
+    assert env.run().bodies_landed == 3
+    ledger_path(env.root).unlink()
+    (env.root.state_dir / "provider-index.json").unlink()
+    rebuilt = env.run()
+    assert (rebuilt.bodies_landed, rebuilt.files) == (0, 0) and complete(rebuilt)
+    rows = orjson.loads(ledger_path(env.root).read_bytes())["entries"]
+    assert [(row[0], row[4]) for row in rows] == [
+        ("r1.request.json", "landed"),
+        ("r2.request.json", "landed"),
+        ("req_a1.response.json", "landed"),
+    ]
+    assert all(row[2] == (env.bodies / row[0]).stat().st_mtime_ns for row in rows)
+    for path in env.bodies.iterdir():
+        path.write_bytes(b"{" * path.stat().st_size)
+        os.utime(path, ns=(path.stat().st_atime_ns, int(BASE * 1e9)))
+    for name, row in {row[0]: row for row in rows}.items():
+        os.utime(env.bodies / name, ns=(row[2], row[2]))
+    assert complete(env.run()), "every file answered from its stat: none was read"
+
+
+def test_bodies_landed_by_a_pass_that_stopped_before_its_ledger_count_as_landed(
+    env: Env,
+) -> None:
+    first, answer = request(A), response("msg_a1")
+    env.write("r1.request.json", first, BASE)
+    env.write("req_a1.response.json", answer, BASE + 1)
+    env.write("r2.request.json", request(A, prev="req_a1"), BASE + 2)
+    env.transcript(A)
+    items = [
+        IncomingBody(
+            "r1.request", "request", "r1.request.json", first, read_keys("request", "r1", first), 0
+        )
+    ]
+    assert env.store.land(A, items, 2 * 1024 * 1024).landed == ["r1.request"]
+    result = env.run()
+    assert (result.bodies_landed, result.files) == (2, 1) and complete(result)
+    assert env.run().bodies_landed == 0
+
+
+def test_the_ledger_keeps_only_what_each_body_carries(env: Env) -> None:
+    uuid_name = "0a1b2c3d-aaaa-4bbb-8ccc-0123456789ab.response.json"
+    env.write("r1.request.json", request(A, prev="req_x", prompt="bdee6995"), BASE)
+    env.write("req_x.response.json", b"[]", BASE + 1)
+    env.write(uuid_name, response("msg_u"), BASE + 2)
+    env.transcript(A)
+    result = env.run()
+    assert (result.bodies_landed, result.waiting) == (2, 1)
+    assert env.body(A, "req_x.response") == b"[]"
+    rows = {row[0]: row for row in orjson.loads(ledger_path(env.root).read_bytes())["entries"]}
+    assert rows["r1.request.json"][6] == {
+        "model": "claude-test",
+        "session": A,
+        "prompt": "bdee6995",
+        "prev_request": "req_x",
+    }
+    assert rows["req_x.response.json"][6] == {"request_id": "req_x"}
+    assert rows[uuid_name][6] == {"model": "claude-test", "message_id": "msg_u"}
+    assert rows[uuid_name][4] == "waiting" and rows[uuid_name][5] == ""
+
+
+def test_a_session_whose_transcripts_were_pruned_is_judged_by_what_landed(env: Env) -> None:
+    env.transcript(A, project="-private-tmp-scratch")
+    env.transcript(B, project="-home-u-other")
+    everything = replace(env.config, sessions=SessionFilter(exclude=()))
+    collect_transcripts(everything, env.root)
+    shutil.rmtree(env.config.projects_dir)
+    env.config.projects_dir.mkdir()
+    env.write("a.request.json", request(A), BASE)
+    env.write("b.request.json", request(B), BASE)
+    env.write("c.request.json", request("CCCCCCCC-7777-4888-8999-AAAAAAAAAAAA"), BASE)
+    default = env.run()
+    assert (default.bodies_landed, default.excluded, default.waiting) == (1, 1, 1)
+    assert env.run(config=everything).bodies_landed == 1
