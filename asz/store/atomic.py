@@ -151,15 +151,16 @@ def replace_file(path: Path, data: bytes) -> None:
 
 
 def remove_stale_temps(directory: Path) -> int:
-    """Removes temporary files a crashed writer left behind; they were never published."""
+    """Removes the temporary files that killed writers left anywhere below ``directory``.
+
+    They were never published, so nothing refers to them. Only the holder of the root's lock
+    may call this: a live writer's temporary file looks just like a dead one's.
+    """
     removed = 0
-    try:
-        entries = list(os.scandir(directory))
-    except FileNotFoundError:
-        return 0
-    for entry in entries:
-        if entry.name.startswith(TEMP_PREFIX) and entry.is_file(follow_symlinks=False):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(entry.path)
-                removed += 1
+    for parent, _dirs, files in os.walk(directory):
+        for name in files:
+            if name.startswith(TEMP_PREFIX):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(parent, name))
+                    removed += 1
     return removed

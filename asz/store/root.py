@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from asz.bodykeys import is_session_id
-from asz.store.atomic import private_dir, replace_file
+from asz.store.atomic import private_dir, remove_stale_temps, replace_file
 
 LANDED_SUFFIX = ".asz"
 PROVIDER_BODY = "provider_body"
@@ -130,7 +130,8 @@ def collector_lock(root: Root, wait: bool = False) -> Iterator[None]:
     """Holds the root for one collector; raises Busy at once unless ``wait``.
 
     The kernel releases an flock when its process dies, so a crashed collector never leaves
-    the root locked.
+    the root locked; what it was writing is left as temporary files, removed here once the
+    lock is held.
     """
     root.ensure()
     fd = os.open(root.path / "_lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
@@ -139,6 +140,7 @@ def collector_lock(root: Root, wait: bool = False) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
             raise Busy(f"another collector holds {root.path}") from None
+        remove_stale_temps(root.path)
         yield
     finally:
         os.close(fd)

@@ -1,0 +1,529 @@
+"""Proving harness: write a capture the way Claude Code does, crash the collector, check the root.
+
+Shared by the crash, fault, bad-input and security tests and by ``bench/crash.py``. It only
+drives the real ``asz`` executable in subprocesses and reads what landed through the store's
+own readers, so what it proves is what a user's machine would see.
+
+A capture comes from ``asz.synth``: its ``expected.json`` says which session every body belongs
+to and which bodies no rule can claim. :func:`plan_writes` turns the capture's files into the
+writes Claude Code makes (a body in one write with no temporary name, a transcript line appended
+at a time and sometimes in two writes), in the order of their simulated times.
+:func:`check_root` is the definition of "nothing lost, nothing twice".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from asz.store.crashpoints import ENV as CRASH_ENV
+from asz.store.crashpoints import EXIT_CODE as CRASH_EXIT
+from asz.store.crashpoints import POINTS
+from asz.store.framing import LandedFileError, read_file
+from asz.store.ledger import State, decode_ledger, ledger_path
+from asz.store.reader import SessionReader
+from asz.store.root import Root
+from asz.store.transcripts import (
+    CURSOR_FILE,
+    iter_lines,
+    load_cursor,
+    read_windows,
+    stream_dirs,
+)
+from asz.synth import SynthOptions, synthesize
+
+BODIES = "asz/provider-bodies"
+INDEX = f"{BODIES}/index.jsonl"
+SERVICE_FLAGS = (
+    "--batch-window",
+    "0",
+    "--settle-seconds",
+    "0.05",
+    "--rescan-interval",
+    "1",
+    "--listen",
+    "127.0.0.1:0",
+)
+
+
+# -- running the real executable --------------------------------------------------------------
+
+
+def asz_command() -> list[str]:
+    """The installed console script next to this interpreter, else ``python -m asz``."""
+    script = Path(sys.executable).with_name("asz")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("asz")
+    return [found] if found else [sys.executable, "-m", "asz"]
+
+
+def child_env(home: Path, claude: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A clean environment: a private HOME, the Claude Code directory, nothing inherited."""
+    home.mkdir(parents=True, exist_ok=True)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "CLAUDE_CONFIG_DIR": str(claude),
+    }
+    env.update(extra or {})
+    return env
+
+
+@dataclass
+class Workspace:
+    """A Claude Code directory, a storage root and a HOME under one temporary directory."""
+
+    base: Path
+
+    @property
+    def claude(self) -> Path:
+        return self.base / "claude"
+
+    @property
+    def root(self) -> Path:
+        return self.base / "root"
+
+    @property
+    def bodies(self) -> Path:
+        return self.claude / BODIES
+
+    @property
+    def projects(self) -> Path:
+        return self.claude / "projects"
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        return child_env(self.base / "home", self.claude, extra)
+
+    def run(
+        self, *args: str, extra_env: dict[str, str] | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[bytes]:
+        """``asz <args> --root <root>``, run to its end."""
+        return subprocess.run(
+            [*asz_command(), *args, "--root", str(self.root)],
+            env=self.env(extra_env),
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def collect_once(self, extra_env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+        """One ``asz collect --once --json`` pass: its exit code and its counts."""
+        done = self.run("collect", "--once", "--json", extra_env=extra_env)
+        counts = orjson.loads(done.stdout.splitlines()[-1]) if done.stdout.strip() else {}
+        return done.returncode, counts
+
+    def verify(self) -> tuple[int, dict[str, Any]]:
+        done = self.run("verify", "--json")
+        return done.returncode, orjson.loads(done.stdout) if done.stdout.strip() else {}
+
+    def body(self, session: str, record_id: str) -> subprocess.CompletedProcess[bytes]:
+        return self.run("body", session, record_id)
+
+    def start_service(
+        self, log: Path, extra_env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """``asz collect`` with fast timings; its log goes to a file so a full pipe never
+        stalls it."""
+        with log.open("ab") as out:
+            return subprocess.Popen(
+                [*asz_command(), "collect", "--root", str(self.root), *SERVICE_FLAGS],
+                env=self.env(extra_env),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    def start_once(self, log: Path, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+        with log.open("ab") as out:
+            return subprocess.Popen(
+                [*asz_command(), "collect", "--once", "--json", "--root", str(self.root)],
+                env=self.env(extra_env),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+
+# -- a capture and the writes that make it ----------------------------------------------------
+
+
+@dataclass
+class Capture:
+    """A synthesised capture on disk and its ground truth."""
+
+    dir: Path
+    expected: dict[str, Any]
+
+    @classmethod
+    def make(cls, directory: Path, **options: Any) -> Capture:
+        options.setdefault("index", True)
+        return cls(directory, synthesize(directory, SynthOptions(**options)))
+
+    def claimable(self) -> list[dict[str, Any]]:
+        return [body for body in self.expected["bodies"] if body["claim"] is not None]
+
+    def unclaimable(self) -> list[dict[str, Any]]:
+        return [body for body in self.expected["bodies"] if body["claim"] is None]
+
+    def transcripts(self) -> list[tuple[str, str]]:
+        """(session, path relative to the capture) of every append-only transcript."""
+        return [
+            (session["id"], path)
+            for session in self.expected["sessions"]
+            for path in session["transcripts"]
+        ]
+
+    def lines(self) -> int:
+        return sum(
+            (self.dir / path).read_bytes().count(b"\n") for _session, path in self.transcripts()
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One write Claude Code makes: a whole body, or (part of) a line appended to a file."""
+
+    at: int
+    path: str
+    data: bytes
+    whole: bool
+
+
+def plan_writes(capture: Path, rng: random.Random, split: float = 0.25) -> list[Write]:
+    """Every file of the capture as the writes that make it, ordered by simulated time.
+
+    A line is timed by its ``timestamp`` (a line without one follows the line before it);
+    ``split`` is the share of lines written in two parts, the cut at a random byte.
+    """
+    writes: list[tuple[int, int, Write]] = []
+    for path in sorted(capture.rglob("*")):
+        if not path.is_file() or path.name == "expected.json":
+            continue
+        rel = path.relative_to(capture).as_posix()
+        mtime = path.stat().st_mtime_ns
+        if not rel.endswith(".jsonl"):
+            writes.append((mtime, len(writes), Write(mtime, rel, path.read_bytes(), True)))
+            continue
+        at = 0
+        for line in path.read_bytes().splitlines(keepends=True):
+            at = max(at, _line_time(line) or at)
+            if len(line) > 2 and rng.random() < split:
+                cut = rng.randrange(1, len(line) - 1)
+                parts = [line[:cut], line[cut:]]
+            else:
+                parts = [line]
+            for part in parts:
+                writes.append((at, len(writes), Write(at, rel, part, False)))
+    return [write for _at, _n, write in sorted(writes, key=lambda item: item[:2])]
+
+
+def _line_time(line: bytes) -> int | None:
+    try:
+        stamp = orjson.loads(line).get("timestamp")
+        return int(datetime.fromisoformat(stamp).timestamp() * 1_000_000_000)
+    except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError):
+        return None
+
+
+def apply_write(claude: Path, write: Write) -> None:
+    """Writes as Claude Code does: in place, no temporary name, one ``write`` call."""
+    path = claude / write.path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if write.whole else os.O_APPEND)
+    fd = os.open(path, flags, 0o644)
+    try:
+        os.write(fd, write.data)
+    finally:
+        os.close(fd)
+
+
+# -- what a root must hold --------------------------------------------------------------------
+
+
+def check_root(ws: Workspace, capture: Capture, body_samples: int = 4) -> list[str]:
+    """Everything that is wrong with the root, given that every write of ``capture`` was made
+    and a clean pass has run since: empty when nothing was lost and nothing landed twice."""
+    problems: list[str] = []
+    root = Root(ws.root)
+    code, report = ws.verify()
+    if code != 0 or report.get("problems"):
+        problems.append(f"asz verify exited {code}: {report.get('problems', [])[:5]}")
+    problems += _check_bodies(ws, root, capture, body_samples)
+    problems += _check_transcripts(ws, root, capture)
+    problems += _check_index(ws, root)
+    problems += _check_ledger(ws, root, capture)
+    problems += [f"a temporary file was left behind: {path}" for path in stale_temps(ws.root)]
+    return problems
+
+
+def stale_temps(root: Path) -> list[Path]:
+    return sorted(path for path in root.rglob(".tmp-*"))
+
+
+def landed_records(root: Root, session: str) -> list[dict[str, Any]]:
+    """The manifests of every body record landed in a session, in landing order."""
+    metas = []
+    for item in root.landed(root.bodies_dir(session)):
+        with contextlib.suppress(LandedFileError):
+            metas += [record.meta for record in read_file(item.path).records]
+    return metas
+
+
+def _check_bodies(ws: Workspace, root: Root, capture: Capture, samples: int) -> list[str]:
+    problems = []
+    want = {(body["session"], body["id"]): body for body in capture.claimable()}
+    seen: Counter[tuple[str, str]] = Counter()
+    for session in root.sessions():
+        for meta in landed_records(root, session):
+            seen[(session, meta.get("id"))] += 1
+    for key, count in seen.items():
+        if count > 1:
+            problems.append(f"body {key[1]} landed {count} times in session {key[0]}")
+        if key not in want:
+            problems.append(f"body {key[1]} landed in session {key[0]}, where it does not belong")
+    for key, body in want.items():
+        if key not in seen:
+            problems.append(f"body {body['id']} of session {key[0]} was lost")
+            continue
+        reader = SessionReader(root, key[0])
+        if reader.body(body["id"]) != (capture.dir / body["file"]).read_bytes():
+            problems.append(f"body {body['id']} does not rebuild to its bytes")
+    for body in random.Random(len(want)).sample(list(want.values()), min(samples, len(want))):
+        done = ws.body(body["session"], body["id"])
+        if done.returncode != 0 or done.stdout != (capture.dir / body["file"]).read_bytes():
+            problems.append(f"asz body {body['id']} exited {done.returncode} or gave other bytes")
+    return problems
+
+
+def _check_transcripts(ws: Workspace, root: Root, capture: Capture) -> list[str]:
+    problems = []
+    for session, path in capture.transcripts():
+        relpath = path.removeprefix("projects/")
+        source = (ws.claude / path).read_bytes()
+        got = [line for line in iter_lines(root, session) if line.source == relpath]
+        numbers = [line.line for line in got]
+        if numbers != list(range(1, len(numbers) + 1)):
+            problems.append(f"{relpath}: landed line numbers are not 1..n once each")
+        if b"".join(line.data for line in got) != source:
+            problems.append(f"{relpath}: landed lines are not the source's {len(source)} bytes")
+    for session in root.sessions():
+        for directory in stream_dirs(root, session):
+            problems += _check_stream(root, directory)
+    return problems
+
+
+def _check_stream(root: Root, directory: Path) -> list[str]:
+    """Each byte of an append-only source landed once, and the cursor where the windows end."""
+    files = root.landed(directory)
+    end, snapshot = 0, None
+    problems = []
+    for item in files:
+        for window in read_windows(item.path):
+            if window.snapshot:
+                if window.payload == snapshot:
+                    problems.append(f"{item.path}: the same sidecar bytes landed twice")
+                snapshot = window.payload
+            elif window.off != end:
+                problems.append(f"{item.path}: a window at byte {window.off}, not {end}")
+                end = max(end, window.end)
+            else:
+                end = window.end
+    cursor = load_cursor(directory)
+    if files and cursor is None:
+        problems.append(f"{directory / CURSOR_FILE} is missing")
+    elif (
+        cursor is not None
+        and files
+        and (cursor.last_seq != files[-1].seq or (snapshot is None and cursor.offset != end))
+    ):
+        problems.append(f"{directory / CURSOR_FILE} does not match its landed files")
+    return problems
+
+
+def _check_index(ws: Workspace, root: Root) -> list[str]:
+    """Every line of ``index.jsonl`` landed once, in the session it names."""
+    path = ws.claude / INDEX
+    if not path.exists():
+        return []
+    want: dict[str, set[int]] = {}
+    offset = 0
+    for line in path.read_bytes().splitlines(keepends=True):
+        with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
+            want.setdefault(orjson.loads(line).get("session_id"), set()).add(offset)
+        offset += len(line)
+    problems = []
+    for session in root.sessions():
+        offsets: Counter[int] = Counter()
+        for item in root.landed(root.session_dir(session) / "provider_index"):
+            offsets.update(record.meta["off"] for record in read_file(item.path).records)
+        twice = sorted(off for off, count in offsets.items() if count > 1)
+        if twice:
+            problems.append(f"index lines at {twice[:5]} landed twice in session {session}")
+        if set(offsets) != want.get(session, set()):
+            problems.append(f"session {session} does not hold exactly its index lines")
+    return problems
+
+
+def _check_ledger(ws: Workspace, root: Root, capture: Capture) -> list[str]:
+    """The ledger says landed exactly for the bodies landed, with the digest that landed."""
+    try:
+        ledger = decode_ledger(ledger_path(root).read_bytes())
+    except (OSError, ValueError) as err:
+        return [f"the ledger does not read: {err}"]
+    problems = []
+    landed = {}
+    for session in root.sessions():
+        for meta in landed_records(root, session):
+            landed[meta["src"]] = (session, meta["sha256"])
+    for entry in ledger:
+        if entry.state is State.LANDED and landed.get(entry.name) != (entry.session, entry.sha256):
+            problems.append(f"the ledger says {entry.name} landed, the landed files do not")
+    for name, (session, _sha) in landed.items():
+        entry = ledger.get(name)
+        if entry is None or entry.state is not State.LANDED or entry.session != session:
+            problems.append(f"{name} landed in {session} but the ledger says {entry}")
+    for body in capture.unclaimable():
+        entry = ledger.get(Path(body["file"]).name)
+        if entry is None or entry.state is not State.WAITING:
+            problems.append(f"{body['id']} can be claimed by no rule, but is not waiting")
+    return problems
+
+
+def settle(ws: Workspace, capture: Capture) -> list[str]:
+    """The clean passes after the crashes: the first may land what was left, a second must
+    land nothing more, and both must be complete."""
+    problems = []
+    for attempt in ("first", "second"):
+        code, counts = ws.collect_once()
+        if code != 0:
+            problems.append(f"the {attempt} clean pass exited {code}: {counts.get('errors')}")
+        if counts.get("bodies_waiting") != len(capture.unclaimable()):
+            problems.append(f"the {attempt} clean pass left {counts.get('bodies_waiting')} waiting")
+    if counts.get("landed"):
+        problems.append(f"the second clean pass still landed {counts['landed']} files")
+    return problems
+
+
+# -- killing the collector --------------------------------------------------------------------
+
+
+@dataclass
+class CrashReport:
+    """What a crash run did and found."""
+
+    kills: int = 0
+    """Collectors ended by SIGKILL while they ran."""
+    points: Counter[str] = field(default_factory=Counter)
+    """Collectors that ended themselves at a named crash point, by point."""
+    runs: int = 0
+    bodies: int = 0
+    lines: int = 0
+    index_lines: int = 0
+    seconds: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kills": self.kills,
+            "crash_points": dict(sorted(self.points.items())),
+            "collector_runs": self.runs,
+            "bodies": self.bodies,
+            "lines": self.lines,
+            "index_lines": self.index_lines,
+            "seconds": round(self.seconds, 1),
+            "problems": self.problems,
+        }
+
+
+@dataclass
+class CrashPlan:
+    """How a crash run is shaped; lives are seconds a collector runs before it is killed."""
+
+    kills: int
+    service: bool = True
+    seed: int = 1
+    point_share: float = 0.3
+    """Share of collectors started with a named crash point (``ASZ_CRASH_AT``)."""
+    life: tuple[float, float] = (0.05, 1.2)
+
+
+def crash_run(ws: Workspace, capture: Capture, plan: CrashPlan, log: Path) -> CrashReport:
+    """Writes the capture into the Claude Code directory over time while collectors run and are
+    killed, until ``plan.kills`` kills happened and every write was made; then the clean passes
+    and :func:`check_root`."""
+    rng = random.Random(plan.seed)
+    writes = plan_writes(capture.dir, rng)
+    per_life = max(1, -(-len(writes) // plan.kills))
+    report = CrashReport()
+    started = time.monotonic()
+    while report.kills < plan.kills or writes:
+        extra = _crash_env(rng, plan.point_share)
+        start = ws.start_service if plan.service else ws.start_once
+        process = start(log, extra)
+        report.runs += 1
+        deadline = time.monotonic() + rng.uniform(*plan.life)
+        for write in writes[:per_life]:
+            apply_write(ws.claude, write)
+            time.sleep(rng.uniform(0, 0.02))
+        del writes[:per_life]
+        _sleep_until(deadline, process)
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            report.kills += 1
+        code = process.wait()
+        if code == CRASH_EXIT:
+            report.points[extra[CRASH_ENV].split(":")[0]] += 1
+    report.problems = settle(ws, capture) + check_root(ws, capture)
+    report.seconds = time.monotonic() - started
+    report.bodies = len(capture.claimable())
+    report.lines = capture.lines()
+    index = ws.claude / INDEX
+    report.index_lines = index.read_bytes().count(b"\n") if index.exists() else 0
+    return report
+
+
+def _crash_env(rng: random.Random, share: float) -> dict[str, str]:
+    if rng.random() >= share:
+        return {}
+    return {CRASH_ENV: f"{rng.choice(POINTS)}:{rng.randint(1, 3)}"}
+
+
+def _sleep_until(deadline: float, process: subprocess.Popen[bytes]) -> None:
+    while time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.01)
+
+
+# -- small helpers ------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def running(process: subprocess.Popen[bytes]) -> Iterator[subprocess.Popen[bytes]]:
+    """Kills the process on the way out, whatever happened."""
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=30)
+
+
+def wait_for(predicate: Any, timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
