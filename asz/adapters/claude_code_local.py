@@ -11,6 +11,7 @@ The caller holds the root's collector lock.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from asz.adapters.discovery import DiscoveredSession, Discovery, discover
@@ -28,6 +29,8 @@ from asz.store.transcripts import (
 )
 
 __all__ = ["LocalResult", "collect_transcripts", "transcript_check"]
+
+LANDING_THREADS = 4
 
 
 @dataclass(slots=True)
@@ -48,6 +51,17 @@ class LocalResult:
     pending: int = 0
     unattributed: int = 0
     excluded_sessions: int = 0
+
+    def merge(self, other: LocalResult) -> None:
+        """Adds the landing counts of ``other`` (one session's part of the pass)."""
+        self.sessions |= other.sessions
+        self.files_landed += other.files_landed
+        self.lines_landed += other.lines_landed
+        self.source_bytes += other.source_bytes
+        self.landed_bytes += other.landed_bytes
+        self.conflicts += other.conflicts
+        self.errors += other.errors
+        self.pending += other.pending
 
     def count(self, session: str, relpath: str, outcome: SourceOutcome) -> None:
         if outcome.files:
@@ -74,18 +88,17 @@ class _SessionPass:
 
     def next_seq(self) -> int:
         if self._next_seq is None:
+            # Before the session's first window of the pass lands: the facts catch up with
+            # what landed earlier, and are then fed each window without reading it back.
+            self._facts = open_facts(self.root, self.session)
             self._next_seq = self.root.next_seq(self.session)
         seq = self._next_seq
         self._next_seq += 1
         return seq
 
     def landed(self, window: LandedWindow) -> None:
-        if self._facts is None:
-            # Caught up with what landed before this window, then fed without reading back.
-            self._facts = open_facts(self.root, self.session)
-            if self._facts.watermark >= window.seq:
-                return
-        self._facts.add_file(window.seq, [window])
+        if self._facts is not None:
+            self._facts.add_file(window.seq, [window])
 
     def finish(self) -> None:
         if self._next_seq is not None:
@@ -95,26 +108,32 @@ class _SessionPass:
 
 
 def collect_transcripts(config: Config, root: Root) -> LocalResult:
-    """One pass over the projects directory; lands what is new in every collected session."""
+    """One pass over the projects directory; lands what is new in every collected session.
+
+    Sessions land side by side on a few threads: a session's files, sequence numbers and facts
+    are its own, and most of the time of landing a small transcript is spent waiting for the
+    disk. Results are merged in session order, so a pass reports the same way every time.
+    """
     result = LocalResult()
     found = discover(config.projects_dir)
     result.errors += found.errors
     result.unattributed = len(found.unattributed)
     judge = SessionJudge(config, root, found.sessions)
-    collected: set[str] = set()
+    collected = []
     for session in sorted(found.sessions):
-        if judge.judge(session) is not Verdict.COLLECT:
+        if judge.judge(session) is Verdict.COLLECT:
+            collected.append(found.sessions[session])
+        else:
             result.excluded_sessions += 1
-            continue
-        collected.add(session)
-        _land_session(config, root, found.sessions[session], result)
-    _mark_gone(root, found, collected)
+    with ThreadPoolExecutor(LANDING_THREADS, thread_name_prefix="asz-transcripts") as pool:
+        for landed in pool.map(lambda session: _land_session(config, root, session), collected):
+            result.merge(landed)
+    _mark_gone(root, found, {session.session for session in collected})
     return result
 
 
-def _land_session(
-    config: Config, root: Root, session: DiscoveredSession, result: LocalResult
-) -> None:
+def _land_session(config: Config, root: Root, session: DiscoveredSession) -> LocalResult:
+    result = LocalResult()
     step = _SessionPass(root, session.session)
     lander = TranscriptLander(
         root,
@@ -128,6 +147,7 @@ def _land_session(
             result.count(session.session, source.relpath, lander.land(source))
     finally:
         step.finish()
+    return result
 
 
 def _mark_gone(root: Root, found: Discovery, collected: set[str]) -> None:

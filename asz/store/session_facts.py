@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,13 +32,15 @@ from asz.store.transcripts import (
     Reach,
     landed_transcripts,
     read_windows,
-    split_lines,
 )
 
 FACTS_FILE = "facts.json"
 SYNTHETIC_MODEL = "<synthetic>"
 _SCHEMA = 1
-_CWD_VALUE = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_FACT_WORDS = (b'"assistant"', b'"promptId"')
+_CWD_KEY = b'"cwd"'
+_COUNTED_CWDS = 8
+_CWD_VALUE = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\\n]|\\.)*)"')
 
 
 @dataclass(slots=True)
@@ -95,15 +98,48 @@ class FactsBuilder:
         state = self._sources.get(window.source)
         if state is None:
             state = self._sources[window.source] = _SourceState()
-        off, line, fresh = state.reach.take(window)
-        for _start, _number, data in split_lines(off, line, fresh):
-            self._line(data, window.stream, state)
+        _off, _line, fresh = state.reach.take(window)
+        for start, end in self._lines_to_read(fresh):
+            self._line(fresh[start:end], window.stream, state)
+
+    def _lines_to_read(self, data: bytes) -> Iterator[tuple[int, int]]:
+        """(start, end) of each line that may hold a fact, in order.
+
+        Most lines hold none (progress lines, tool results, a cwd already known), so the
+        window is searched for the few words a fact needs and only the lines holding them
+        are parsed. A cwd is checked against the known ones when its line is reached, so a
+        new cwd is parsed from its first line only.
+        """
+        events: list[tuple[int, bytes | None]] = []
+        for needle in _FACT_WORDS:
+            pos = data.find(needle)
+            while pos >= 0:
+                events.append((pos, None))
+                pos = data.find(needle, pos + len(needle))
+        pos = data.find(_CWD_KEY) if self._new_cwd_in(data) else -1
+        while pos >= 0:
+            match = _CWD_VALUE.match(data, pos)
+            if match:
+                events.append((pos, match.group(1)))
+            pos = data.find(_CWD_KEY, pos + len(_CWD_KEY))
+        events.sort(key=lambda event: event[0])
+        done = 0
+        for pos, raw in events:
+            if pos < done or (raw is not None and raw in self._known_cwds):
+                continue
+            start = data.rfind(b"\n", 0, pos) + 1
+            end = data.find(b"\n", pos)
+            done = len(data) if end < 0 else end + 1
+            yield start, done
+
+    def _new_cwd_in(self, data: bytes) -> bool:
+        """False when every cwd in ``data`` is spelled as a known one (a few counts, no loop)."""
+        if len(self._known_cwds) > _COUNTED_CWDS:
+            return True
+        spelled = sum(data.count(b'"cwd":"' + raw + b'"') for raw in self._known_cwds)
+        return data.count(_CWD_KEY) != spelled
 
     def _line(self, data: bytes, stream: str, state: _SourceState) -> None:
-        cwd_raws = _CWD_VALUE.findall(data)
-        new_cwd = any(raw not in self._known_cwds for raw in cwd_raws)
-        if not new_cwd and b'"assistant"' not in data and b'"promptId"' not in data:
-            return
         try:
             value = orjson.loads(data)
         except orjson.JSONDecodeError:

@@ -302,7 +302,7 @@ class Reach:
         fresh = window.payload[skip:] if skip else window.payload
         line = window.line + (window.payload.count(b"\n", 0, skip) if skip else 0)
         self.end = window.end
-        self.line = line + fresh.count(b"\n")
+        self.line = line + (fresh.count(b"\n") if skip else window.lines)
         self.starts[self.end] = self.line
         return window.end - len(fresh), line, fresh
 
@@ -389,15 +389,29 @@ def read_window(fd: int, offset: int, budget: int) -> bytes | None:
             raise LineTooLong(f"a line at offset {offset} is longer than {MAX_WINDOW_BYTES} bytes")
 
 
-def _tail_of(data: bytes) -> bytes:
-    return data[-TAIL_BYTES:] if len(data) > TAIL_BYTES else data
+class _Tail:
+    """The last ``TAIL_BYTES`` of a stream, kept as pieces and joined only for its digest."""
+
+    def __init__(self, start: bytes = b"") -> None:
+        self.parts = [start]
+        self.size = len(start)
+
+    def add(self, data: bytes) -> None:
+        self.parts.append(data)
+        self.size += len(data)
+        while len(self.parts) > 1 and self.size - len(self.parts[0]) >= TAIL_BYTES:
+            self.size -= len(self.parts.pop(0))
+
+    def sha256(self) -> str:
+        joined = memoryview(b"".join(self.parts))
+        return hashlib.sha256(joined[-TAIL_BYTES:]).hexdigest()
 
 
 def rebuild_cursor(files: list[LandedPath], relpath: str, shape: str) -> Cursor:
     """A stream's cursor derived from its landed files alone (LandedFileError if they fail)."""
     cursor = Cursor(source=relpath, shape=shape)
     reach = Reach()
-    tail = b""
+    tail = _Tail()
     for item in files:
         for window in read_windows(item.path):
             if window.source != relpath:
@@ -409,12 +423,11 @@ def rebuild_cursor(files: list[LandedPath], relpath: str, shape: str) -> Cursor:
             why = reach.misfit(window)
             if why:
                 raise LandedFileError(item.path, why)
-            _off, _line, fresh = reach.take(window)
-            tail = _tail_of(tail + fresh)
+            tail.add(reach.take(window)[2])
         cursor.last_seq = item.seq
     if shape == APPEND:
         cursor.offset, cursor.line = reach.end, reach.line
-        cursor.tail_sha256 = hashlib.sha256(tail).hexdigest()
+        cursor.tail_sha256 = tail.sha256()
     return cursor
 
 
@@ -535,12 +548,12 @@ class _SourceRun:
     def land_append(self) -> None:
         cursor = self.cursor
         before = min(cursor.offset, TAIL_BYTES)
-        tail = b""
+        tail = _Tail()
         if self.seen.size < cursor.offset:
             reason = f"truncated to {self.seen.size} bytes, {cursor.offset} already landed"
         else:
-            tail = os.pread(self.fd, before, cursor.offset - before)
-            intact = hashlib.sha256(tail).hexdigest() == cursor.tail_sha256
+            tail = _Tail(os.pread(self.fd, before, cursor.offset - before))
+            intact = tail.sha256() == cursor.tail_sha256
             reason = "" if intact else "rewritten: its bytes before the landed offset changed"
         cursor.saw(self.seen)
         if reason:
@@ -559,8 +572,10 @@ class _SourceRun:
                 self.outcome.pending = True
                 cursor.size = None  # more to land: the next pass must not skip this source
                 break
-            tail = _tail_of(tail + window)
-            self._publish(window, cursor.offset, cursor.line, hashlib.sha256(tail).hexdigest())
+            self._publish(window, cursor.offset, cursor.line)
+            tail.add(window)
+        if self.outcome.files:
+            cursor.tail_sha256 = tail.sha256()
         self.save()
 
     def land_snapshot(self) -> None:
@@ -573,11 +588,13 @@ class _SourceRun:
         else:
             digest = hashlib.sha256(data).hexdigest()
             if data and (len(data) != cursor.offset or digest != cursor.tail_sha256):
-                self._publish(data, 0, 1, digest)
+                self._publish(data, 0, 1)
+                cursor.tail_sha256 = digest
         self.save()
 
-    def _publish(self, window: bytes, off: int, line: int, tail_sha256: str) -> None:
-        """Lands one window, then moves the cursor past it."""
+    def _publish(self, window: bytes, off: int, line: int) -> None:
+        """Lands one window and moves the cursor past it (saved once the pass is done with the
+        source: a crash before that is caught by the cursor's ``last_seq``)."""
         source, cursor = self.source, self.cursor
         seq = self.lander.next_seq()
         digest = hashlib.sha256(window).hexdigest()
@@ -599,9 +616,7 @@ class _SourceRun:
         )
         crash_point("transcript.published")
         cursor.offset, cursor.line = off + len(window), line + lines
-        cursor.tail_sha256 = tail_sha256
         cursor.last_seq = seq
-        self.save()
         self.outcome.files += 1
         self.outcome.lines += lines
         self.outcome.source_bytes += len(window)

@@ -1,0 +1,144 @@
+"""How fast transcripts land: a first pass over a large projects dir, then a pass with nothing new.
+
+Replicates the real sample transcripts (every layout; each copy gets fresh session ids, in
+file names and in the lines) until the projects dir holds at least ``--megabytes`` MB, then
+times ``collect_transcripts``: the first pass in MB/s of transcript bytes landed (target: at
+least 100 MB/s), the second, with nothing new, in seconds per 1,000 source files (target: well
+under 1 s). Also prints the landed/source ratio, the time to load every session's facts from
+its cache and the process's peak RSS.
+
+    .venv/bin/python bench/transcripts.py [--megabytes 500] [--samples DIR] [--compression zstd]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from asz.adapters.claude_code_local import collect_transcripts
+from asz.config import AdapterConfig, Adapters, Config, SessionFilter
+from asz.store.root import Root, collector_lock
+from asz.store.session_facts import load_facts
+
+UUID = rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+SESSION_ID = re.compile(rb'"sessionId":"(' + UUID + rb')"|/(' + UUID + rb")(?:\.jsonl)?(?=/|$)")
+DEFAULT_SAMPLES = Path(__file__).resolve().parents[1] / ".." / "shared" / "claude-code-samples"
+
+
+def sample_files(samples: Path) -> list[tuple[Path, Path]]:
+    """(projects dir of a layout, transcript file) for every sample transcript."""
+    base = samples / "transcripts"
+    found = []
+    for layout in sorted(path for path in base.iterdir() if path.is_dir()):
+        for path in sorted(layout.rglob("*")):
+            if path.is_file() and path.name.endswith((".jsonl", ".meta.json")):
+                found.append((layout, path))
+    return found
+
+
+def renamer(ids: set[bytes]) -> Callable[[bytes], bytes]:
+    """Replaces every session id in ``ids`` with a fresh one, the same one each time."""
+    renamed = {old: str(uuid.uuid4()).encode() for old in ids}
+
+    def rename(data: bytes) -> bytes:
+        for old, new in renamed.items():
+            data = data.replace(old, new)
+        return data
+
+    return rename
+
+
+def replicate(samples: Path, projects: Path, megabytes: int) -> tuple[int, int]:
+    """Copies the samples under ``projects`` until it holds ``megabytes``; (files, bytes)."""
+    originals = [(layout, path, path.read_bytes()) for layout, path in sample_files(samples)]
+    ids = {
+        found
+        for layout, path, data in originals
+        for match in SESSION_ID.finditer(data + b"\n/" + bytes(path.relative_to(layout)))
+        for found in match.groups()
+        if found
+    }
+    files = total = copy = 0
+    while total < megabytes * 1_000_000:
+        rename = renamer(ids)
+        for layout, path, data in originals:
+            project, *rest = Path(rename(bytes(path.relative_to(layout))).decode()).parts
+            target = projects.joinpath(f"{project}-{copy}", *rest)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(rename(data))
+            files += 1
+            total += len(data)
+        copy += 1
+    return files, total
+
+
+def timed_pass(config: Config, root: Root) -> tuple[float, object]:
+    started = time.perf_counter()
+    with collector_lock(root):
+        result = collect_transcripts(config, root)
+    return time.perf_counter() - started, result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--megabytes", type=int, default=500)
+    parser.add_argument(
+        "--samples", type=Path, default=Path(os.environ.get("ASZ_SAMPLES", DEFAULT_SAMPLES))
+    )
+    parser.add_argument("--compression", choices=("zstd", "none"), default="zstd")
+    args = parser.parse_args()
+    if not (args.samples / "transcripts").is_dir():
+        print(f"no sample transcripts under {args.samples}", file=sys.stderr)
+        return 1
+    with tempfile.TemporaryDirectory(prefix="asz-bench-") as tmp:
+        work = Path(tmp)
+        projects = work / "projects"
+        started = time.perf_counter()
+        files, total = replicate(args.samples, projects, args.megabytes)
+        print(
+            f"projects dir: {files} files, {total / 1e6:.1f} MB "
+            f"(written in {time.perf_counter() - started:.1f} s)"
+        )
+        config = Config(
+            root=work / "root",
+            claude_dir=work,
+            compression=args.compression,
+            sessions=SessionFilter(exclude=()),
+            adapters=Adapters(claude_code_local=AdapterConfig(source_root=str(projects))),
+        )
+        root = Root(config.root)
+        seconds, first = timed_pass(config, root)
+        assert not first.conflicts and not first.errors and not first.pending, first
+        print(
+            f"first pass:  {first.source_bytes / 1e6:.1f} MB in {first.files_landed} files, "
+            f"{len(first.sessions)} sessions, {seconds:.2f} s = "
+            f"{first.source_bytes / 1e6 / seconds:.1f} MB/s (target >= 100); "
+            f"landed {first.landed_bytes / first.source_bytes:.1%} of the source bytes"
+        )
+        seconds, second = timed_pass(config, root)
+        assert second.files_landed == 0, second
+        print(
+            f"second pass: nothing new, {seconds:.3f} s for {files} files = "
+            f"{seconds / files * 1000:.3f} s per 1,000 files (target well under 1)"
+        )
+        started = time.perf_counter()
+        calls = sum(len(load_facts(root, session).calls) for session in root.sessions())
+        print(
+            f"facts: {calls} calls over {len(root.sessions())} sessions loaded from their "
+            f"caches in {time.perf_counter() - started:.2f} s"
+        )
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"peak RSS: {peak / 1024:.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
