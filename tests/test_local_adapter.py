@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
+from itertools import pairwise
 from pathlib import Path
 
 import orjson
@@ -17,10 +19,11 @@ from asz.config import AdapterConfig, Adapters, Config, SessionFilter
 from asz.store.atomic import replace_file
 from asz.store.framing import read_file
 from asz.store.root import Root, collector_lock
-from asz.store.session_facts import CallFact, facts_path, load_facts
+from asz.store.session_facts import CallFact, FactsBuilder, facts_path, load_facts
 from asz.store.transcripts import (
     CURSOR_FILE,
     SOURCE_GONE,
+    LandedWindow,
     iter_lines,
     load_cursor,
     stream_dirs,
@@ -512,3 +515,87 @@ def test_every_sample_transcript_lands_and_verifies(tmp_path: Path) -> None:
             path.read_bytes().count(b"\n") for path in config.projects_dir.rglob("*.jsonl")
         )
         assert run(config).files_landed == 0
+
+
+cwd_values = st.sampled_from(["/w", "/w/sub", '/q"uote', "/tab\there", "/é", ""])
+fact_lines = st.one_of(
+    st.fixed_dictionaries(
+        {"type": st.just("user"), "cwd": cwd_values},
+        optional={"promptId": st.sampled_from(["p1", "p2"])},
+    ),
+    st.fixed_dictionaries(
+        {
+            "type": st.just("assistant"),
+            "cwd": cwd_values,
+            "message": st.fixed_dictionaries(
+                {
+                    "id": st.sampled_from(["msg_1", "msg_2", "msg_3"]),
+                    "model": st.sampled_from(["claude-x", "<synthetic>"]),
+                }
+            ),
+        },
+        optional={"requestId": st.sampled_from(["req_1", "req_2"])},
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("progress"), "data": st.fixed_dictionaries({"cwd": cwd_values})}
+    ),
+    st.fixed_dictionaries({"type": st.just("summary")}),
+)
+
+
+def naive_facts(lines: list[dict]) -> tuple[dict[str, CallFact], set[str]]:
+    """The facts as the spec states them, reading every line in full."""
+    calls: dict[str, CallFact] = {}
+    cwds: set[str] = set()
+    prompt = None
+    for line in lines:
+        if "cwd" in line:
+            cwds.add(line["cwd"])
+        if line["type"] == "user" and "promptId" in line:
+            prompt = line["promptId"]
+        message = line.get("message")
+        if line["type"] == "assistant" and message["model"] != "<synthetic>":
+            calls.setdefault(
+                message["id"],
+                CallFact(message["id"], line.get("requestId"), "main", prompt),
+            )
+    return calls, cwds
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    lines=st.lists(fact_lines, max_size=25),
+    spaced=st.booleans(),
+    cuts=st.lists(st.integers(min_value=0, max_value=25), max_size=3),
+)
+def test_facts_read_only_some_lines_yet_match_reading_every_line(
+    lines: list[dict], spaced: bool, cuts: list[int]
+) -> None:
+    encoded = [
+        (json.dumps(line, ensure_ascii=False) if spaced else orjson.dumps(line).decode()).encode()
+        + b"\n"
+        for line in lines
+    ]
+    builder = FactsBuilder(SESSION)
+    bounds = sorted({min(cut, len(encoded)) for cut in cuts} | {0, len(encoded)})
+    off = 0
+    for seq, (start, stop) in enumerate(pairwise(bounds), start=1):
+        payload = b"".join(encoded[start:stop])
+        window = LandedWindow(
+            seq,
+            f"{PROJECT}/{SESSION}.jsonl",
+            "main",
+            False,
+            off,
+            start + 1,
+            stop - start,
+            "",
+            payload,
+        )
+        builder.add_file(seq, [window])
+        off += len(payload)
+    calls, cwds = naive_facts(lines)
+    assert builder.facts.calls == calls
+    assert builder.facts.cwds == cwds
+    restored = FactsBuilder.from_bytes(SESSION, builder.to_bytes())
+    assert restored is not None and restored.facts == builder.facts
