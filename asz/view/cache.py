@@ -19,8 +19,9 @@ grew. See ``docs/view.md``.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from array import array
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -54,15 +55,25 @@ BILLING_PREFIX = "x-anthropic-billing-header:"
 
 
 class _Interner:
-    """Small ints for equal normalised values, so a request's shape costs a few bytes a part."""
+    """Small ints for equal normalised values, so a request's shape costs a few bytes a part.
+
+    Successive requests resend the same messages spelled the same way, so a value is first
+    looked up by its exact bytes, and normalised and digested only the first time it is seen.
+    """
 
     def __init__(self) -> None:
-        self._ids: dict[bytes, int] = {}
+        self._by_bytes: dict[bytes, int] = {}
+        self._by_digest: dict[bytes, int] = {}
 
-    def __call__(self, value: object) -> int:
-        data = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-        digest = hashlib.blake2b(data, digest_size=16).digest()
-        return self._ids.setdefault(digest, len(self._ids))
+    def __call__(self, value: object, normalise: Callable[[object], object]) -> int:
+        raw = orjson.dumps(value)
+        known = self._by_bytes.get(raw)
+        if known is None:
+            data = orjson.dumps(normalise(value), option=orjson.OPT_SORT_KEYS)
+            digest = hashlib.blake2b(data, digest_size=16).digest()
+            known = self._by_digest.setdefault(digest, len(self._by_digest))
+            self._by_bytes[raw] = known
+        return known
 
 
 @dataclass(slots=True)
@@ -86,7 +97,7 @@ def shape_of(request: dict[str, Any], intern: _Interner) -> Shape:
     raw_tools = request.get("tools")
     for n, tool in enumerate(raw_tools if isinstance(raw_tools, list) else []):
         name = tool.get("name") if isinstance(tool, dict) else None
-        tools[name if isinstance(name, str) else f"#{n}"] = intern(_unmarked(tool))
+        tools[name if isinstance(name, str) else f"#{n}"] = intern(tool, _unmarked)
     system = request.get("system")
     blocks = system if isinstance(system, list) else [] if system is None else [system]
     messages = request.get("messages")
@@ -95,11 +106,11 @@ def shape_of(request: dict[str, Any], intern: _Interner) -> Shape:
     return Shape(
         model=request.get("model"),
         tools=tools,
-        system=[intern(BILLING_PREFIX if _is_billing(b) else _unmarked(b)) for b in blocks],
+        system=[intern(BILLING_PREFIX if _is_billing(b) else b, _unmarked) for b in blocks],
         betas=request.get("betas"),
         effort=output.get("effort") if isinstance(output, dict) else None,
         thinking=request.get("thinking"),
-        messages=array("q", (intern(normalised_message(m)) for m in messages)),
+        messages=array("q", (intern(m, normalised_message) for m in messages)),
         roles=[str(m.get("role")) if isinstance(m, dict) else "?" for m in messages],
         ttl=_newest_ttl(raw_tools, blocks, messages),
     )
@@ -131,15 +142,17 @@ def _is_billing(block: object) -> bool:
 
 def _newest_ttl(tools: object, system: list[Any], messages: list[Any]) -> int:
     """The lifetime the last marker of the request asks for (messages, then system, tools)."""
-    places: list[Iterable[object]] = [
-        reversed(_content(m)) for m in reversed(messages) if isinstance(m, dict)
-    ]
-    places += [reversed(system), reversed(tools if isinstance(tools, list) else [])]
-    for place in places:
-        for block in place:
-            marker = block.get("cache_control") if isinstance(block, dict) else None
-            if isinstance(marker, dict):
-                return LONG_TTL if marker.get("ttl") == "1h" else SHORT_TTL
+    blocks = itertools.chain(
+        itertools.chain.from_iterable(
+            reversed(_content(m)) for m in reversed(messages) if isinstance(m, dict)
+        ),
+        reversed(system),
+        reversed(tools if isinstance(tools, list) else []),
+    )
+    for block in blocks:
+        marker = block.get("cache_control") if isinstance(block, dict) else None
+        if isinstance(marker, dict):
+            return LONG_TTL if marker.get("ttl") == "1h" else SHORT_TTL
     return SHORT_TTL
 
 
