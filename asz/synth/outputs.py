@@ -54,6 +54,8 @@ class Workbench:
     def __init__(self, project: Project, rng: random.Random) -> None:
         self.project = project
         self.rng = rng
+        self.sources: dict[tuple[Noun, str], str] = {}
+        """Files read so far: reading a file again returns the same text."""
 
     def pick(self, weights: tuple[tuple[str, int], ...]) -> str:
         names = [name for name, _ in weights]
@@ -98,7 +100,9 @@ class Workbench:
             "test": "tests/unit/services",
         }[kind].replace("{p}", self.project.package)
         name = f"test_{noun.plural}.py" if kind == "test" else f"{noun.plural}.py"
-        return f"{folder}/{name}", self.project.source(noun, kind, self.rng)
+        if (noun, kind) not in self.sources:
+            self.sources[noun, kind] = self.project.source(noun, kind, self.rng)
+        return f"{folder}/{name}", self.sources[noun, kind]
 
     def _read(self, noun: Noun, *, brief: bool) -> Action:
         kind = self.rng.choice(("service", "service", "repository", "test"))
@@ -252,16 +256,18 @@ class Workbench:
         return ("uv run ruff check src/", "Lint the source tree", "\n".join(out))
 
     def _grep(self, noun: Noun) -> Action:
-        pattern = self.rng.choice(
-            (r"def (transition|total|create)\b", noun.field, "idempotency_key")
-        )
+        """Hits of one pattern across the project: each line of the ``grep_lines`` snippet
+        is ``<pattern> => <matching line>``."""
+        choice = self.rng.randrange(len(self._snippet("grep_lines", noun)))
+        pattern = self._snippet("grep_lines", noun)[choice].split(" => ")[0]
         hits = []
         for other in self.rng.sample(self.project.nouns, 8):
+            line = self._snippet("grep_lines", other)[choice].split(" => ", 1)[1]
             for _ in range(self.rng.randint(1, 4)):
                 area = self.rng.choice(("services", "db/repositories", "api/routes"))
                 hits.append(
                     f"src/{self.project.package}/{area}/{other.plural}.py:"
-                    f"{self.rng.randint(10, 240)}:    {self._code_line(other)}"
+                    f"{self.rng.randint(10, 240)}:    {line}"
                 )
         content = "\n".join(hits)
         return Action(
@@ -277,9 +283,6 @@ class Workbench:
             },
             lead=self.rng.choice(("", f"Searching for `{pattern}`.")),
         )
-
-    def _code_line(self, noun: Noun) -> str:
-        return self.rng.choice(self._snippet("grep_lines", noun))
 
     def _glob(self, noun: Noun) -> Action:
         files = [path for path, _ in self.project.files()]
