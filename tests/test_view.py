@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from test_joins import MAIN_STREAM, SESSION, SYSTEM_PROMPT, HandMade, chain
+import pytest
+from test_joins import MAIN_STREAM, SESSION, SYSTEM_PROMPT, HandMade, chain, user_message
 
+from asz.store.codec import CodecError
 from asz.store.framing import read_file
+from asz.store.reader import BodyNotFound, SessionReader
 from asz.store.root import Root
 from asz.synth import SynthOptions, synthesize
 from asz.view import build_view
@@ -124,6 +127,36 @@ def test_every_reference_names_the_landed_record_and_no_body_is_carried(tmp_path
     assert SYSTEM_PROMPT.encode() not in text
     assert b"fix the tests" not in text
     assert b"x-anthropic-billing-header" not in text
+
+
+def test_the_view_rebuilds_no_request(tmp_path: Path) -> None:
+    """With the file holding the first request lost, later requests no longer rebuild;
+    the view still lists them, and rebuilds the responses, even one naming a piece that only
+    a request holds."""
+    made = HandMade(tmp_path)
+    made.prompt(MAIN_STREAM, "p1")
+    made.call(MAIN_STREAM, "msg_1", "req_1")
+    made.request("p1")
+    root = made.land()
+    lost = root.landed(root.bodies_dir(SESSION))
+    made.response("req_1", "msg_1")
+    quoted = "a long quoted passage " * 60
+    made.call(MAIN_STREAM, "msg_2", "req_2")
+    second = made.request("p1", "req_1", [user_message("do it"), user_message(quoted)])
+    made.response("req_2", "msg_2", content=[{"type": "text", "text": quoted}])
+    made.land()
+    for item in lost:
+        item.path.unlink()
+    with pytest.raises((BodyNotFound, CodecError)):
+        SessionReader(root, SESSION).body(second)
+
+    doc = build_view(root, SESSION)
+    assert doc["problems"] == []
+    [call] = [call for call in doc["calls"] if call["message_id"] == "msg_2"]
+    assert [body["id"] for body in call["provider_bodies"]] == [second, "req_2.response"]
+    assert call["usage"] == {"input_tokens": 5, "output_tokens": 7}
+    response = read_file(root.landed(root.bodies_dir(SESSION))[0].path).records[-1]
+    assert any(seg[0] == "ref" for seg in response.meta["segs"])
 
 
 def test_real_transcripts_with_a_subagent_and_a_compaction(
