@@ -435,7 +435,7 @@ class Replay:
         sources = {p: _read(p, self.root) for p in files if p.suffix == ".jsonl"}
         for path in files:
             times = [line.ns for line in sources[path].lines if line.ns] if path in sources else []
-            mtime = max(times) if times else path.stat().st_mtime_ns
+            mtime = max(times) if times else self.setup.clock.ns
             self.capture.put(
                 f"{PROJECTS_DIR}/{path.relative_to(self.root).as_posix()}", path.read_bytes(), mtime
             )
