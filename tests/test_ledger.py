@@ -117,10 +117,10 @@ def test_anything_but_a_ledger_this_version_wrote_is_refused(data: bytes) -> Non
 )
 def test_a_row_that_does_not_hold_is_forgotten_so_its_file_is_read_again(row: bytes) -> None:
     ledger = decode_ledger(b'{"format":"asz.provider-ledger/1","entries":[' + row + b"]}")
-    assert ledger.peek("a.request.json") is not None
+    assert len(ledger) == 1
     assert [request[1:3] for request in ledger.requests()] in ([], [(None, None)])
     assert ledger.get("a.request.json") is None
-    assert ledger.peek("a.request.json") is None and ledger.dirty
+    assert len(ledger) == 0 and ledger.dirty
     assert b"a.request.json" not in ledger.encode()
 
 
@@ -198,3 +198,22 @@ def test_a_damaged_landed_file_is_named_and_the_other_sessions_still_count(
     ledger = rebuild_ledger(root)
     assert [entry.name for entry in ledger] == ["b1.request.json"]
     assert len(ledger.problems) == 1 and damaged.path.name in ledger.problems[0]
+
+
+def test_an_entry_answers_only_for_the_exact_stat_it_was_judged_at(tmp_path: Path) -> None:
+    root = Root(tmp_path / "root")
+    ledger = Ledger()
+    ledger.put(LedgerEntry("a.request.json", 10, 20, "ab" * 32, State.LANDED, A))
+    ledger.put(
+        LedgerEntry("b.request.json", 5, 6, "cd" * 32, State.WAITING, "", BodyKeys(session=B))
+    )
+    ledger.save(root)
+    for fresh in (ledger, load_ledger(root)):
+        assert fresh.judged_at("a.request.json", 10, 20) == ("landed", A)
+        assert fresh.judged_at("a.request.json", 10, 21) is None
+        assert fresh.judged_at("a.request.json", 11, 20) is None
+        assert fresh.judged_at("c.request.json", 10, 20) is None
+        assert sorted(fresh.requests()) == [
+            ("a.request.json", None, None, 20),
+            ("b.request.json", B, None, 6),
+        ]

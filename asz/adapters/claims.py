@@ -50,25 +50,30 @@ class RequestBook:
     def __init__(self) -> None:
         self._named_by: dict[str, set[str]] = {}
         self._times: dict[str, list[int]] = {}
-        self._unsorted: set[str] = set()
-        self._buckets: dict[int, set[str]] = {}
         self._undated: set[str] = set()
         self._valid: set[str] = set()
+        self._buckets: dict[int, set[str]] | None = None
 
     def add(self, session: str | None, prev_request: str | None, mtime_ns: int) -> None:
         """Enters one request; ``mtime_ns`` below 0 means its time is unknown."""
-        if session not in self._valid:
-            if not session or not is_session_id(session):
-                return
-            self._valid.add(session)
-        if prev_request:
-            self._named_by.setdefault(prev_request, set()).add(session)
-        if mtime_ns < 0:
-            self._undated.add(session)
-            return
-        self._times.setdefault(session, []).append(mtime_ns)
-        self._unsorted.add(session)
-        self._buckets.setdefault(mtime_ns // _BUCKET_NS, set()).add(session)
+        self.add_all(((session, prev_request, mtime_ns),))
+
+    def add_all(self, requests: Iterable[tuple[str | None, str | None, int]]) -> None:
+        """Enters ``(session, prev_request, mtime_ns)`` of many requests (one tight loop: a
+        pass enters every request it knows)."""
+        named_by, times, undated, valid = self._named_by, self._times, self._undated, self._valid
+        for session, prev_request, mtime_ns in requests:
+            if session not in valid:
+                if not session or not is_session_id(session):
+                    continue
+                valid.add(session)
+            if prev_request:
+                named_by.setdefault(prev_request, set()).add(session)
+            if mtime_ns < 0:
+                undated.add(session)
+            else:
+                times.setdefault(session, []).append(mtime_ns)
+        self._buckets = None
 
     def naming(self, request_id: str) -> frozenset[str]:
         """The sessions having a request that names ``request_id`` as its previous call."""
@@ -79,7 +84,7 @@ class RequestBook:
         low, high = mtime_ns - WINDOW_NS, mtime_ns + WINDOW_NS
         first, last = low // _BUCKET_NS, high // _BUCKET_NS
         found = set(self._undated)
-        buckets = self._buckets
+        buckets = self._hour_buckets()
         found.update(*(buckets.get(bucket, ()) for bucket in range(first + 1, last)))
         edges = buckets.get(first, set()) | buckets.get(last, set())
         found.update(
@@ -87,11 +92,18 @@ class RequestBook:
         )
         return found
 
+    def _hour_buckets(self) -> dict[int, set[str]]:
+        """Sessions by the hours they wrote requests in, built when first searched."""
+        if self._buckets is None:
+            self._buckets = {}
+            for session, times in self._times.items():
+                times.sort()
+                for hour in {time // _BUCKET_NS for time in times}:
+                    self._buckets.setdefault(hour, set()).add(session)
+        return self._buckets
+
     def _has_time_between(self, session: str, low: int, high: int) -> bool:
         times = self._times[session]
-        if session in self._unsorted:
-            times.sort()
-            self._unsorted.discard(session)
         at = bisect_left(times, low)
         return at < len(times) and times[at] <= high
 

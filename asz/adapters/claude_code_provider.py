@@ -47,7 +47,6 @@ from asz.store.ledger import (
     CONFLICTING,
     Ledger,
     LedgerEntry,
-    Peek,
     State,
     decode_ledger,
     ledger_path,
@@ -185,23 +184,17 @@ class _Pass:
         """Answers each file from the ledger where its stat allows, else reads it."""
         self.ledger = load_ledger(self.root)
         self.result.errors += self.ledger.problems
+        judged_at = self.ledger.judged_at
         for source in files:
-            seen = self.ledger.peek(source.name)
-            unchanged = (
-                seen is not None
-                and seen.size == source.size
-                and seen.mtime_ns == source.mtime_ns
-                and self._answer(source.name, seen)
-            )
-            if not unchanged:
+            seen = judged_at(source.name, source.size, source.mtime_ns)
+            if seen is None or not self._answer(source.name, *seen):
                 self._read(source, self.ledger.get(source.name))
         self._prune({source.name for source in files})
 
-    def _answer(self, name: str, seen: Peek) -> bool:
+    def _answer(self, name: str, state: str, session: str) -> bool:
         """Counts an unchanged file from the ledger; False when it must be read again."""
-        state = seen.state
         if state == State.LANDED:
-            return self.has_bodies(seen.session)
+            return self.has_bodies(session)
         if state == State.UNREADABLE:
             self.result.unreadable += 1
             return True
@@ -325,12 +318,16 @@ class _Pass:
         """Every request known: landed or judged before (from the ledger), or read this pass."""
         book = RequestBook()
         judged_now = {candidate.name: candidate for candidate in self.candidates}
-        for name, session, prev_request, mtime_ns in self.ledger.requests():
-            if name not in judged_now:
-                book.add(session, prev_request, mtime_ns)
-        for candidate in judged_now.values():
-            if candidate.role == "request":
-                book.add(candidate.keys.session, candidate.keys.prev_request, candidate.mtime_ns)
+        book.add_all(
+            (session, prev_request, mtime_ns)
+            for name, session, prev_request, mtime_ns in self.ledger.requests()
+            if name not in judged_now
+        )
+        book.add_all(
+            (candidate.keys.session, candidate.keys.prev_request, candidate.mtime_ns)
+            for candidate in judged_now.values()
+            if candidate.role == "request"
+        )
         return book
 
     def _land(self, session: str, candidates: list[_Candidate]) -> None:

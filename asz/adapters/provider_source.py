@@ -24,6 +24,7 @@ import orjson
 from asz.store.codec import MAX_BODY
 
 BODY_NAME = re.compile(r"^([A-Za-z0-9_-]+)\.(request|response)\.json$")
+_match_body_name = BODY_NAME.match
 MAX_BODY_BYTES = MAX_BODY
 """Largest body read (the largest the store lands); a larger one is refused by its size alone."""
 
@@ -71,8 +72,8 @@ def list_sources(directory: Path) -> Listing:
     listing = Listing(exists=True)
     with scanner:
         for entry in scanner:
-            parsed = parse_body_name(entry.name)
-            if parsed is None:
+            match = _match_body_name(entry.name)
+            if match is None:
                 continue
             try:
                 if not entry.is_file(follow_symlinks=False):
@@ -83,7 +84,7 @@ def list_sources(directory: Path) -> Listing:
             except OSError as err:
                 listing.errors.append(f"{entry.name}: cannot be looked at: {err.strerror}")
                 continue
-            stem, role = parsed
+            stem, role = match.groups()
             listing.files.append(SourceFile(entry.name, stem, role, info.st_size, info.st_mtime_ns))
     return listing
 

@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import NamedTuple
 
 import orjson
 import structlog
@@ -121,7 +120,7 @@ class Ledger:
     """Entries by source file name; remembers whether anything changed since it was read.
 
     Saved rows are turned into entries only when a file needs more than its stat compared
-    (``peek``), since an idle pass looks at every row and changes none; a row that does not
+    (``judged_at``), since an idle pass looks at every row and changes none; a row that does not
     hold is forgotten, so its file is read again.
     """
 
@@ -143,13 +142,16 @@ class Ledger:
     def names(self) -> set[str]:
         return self._rows.keys() | self._entries.keys()
 
-    def peek(self, name: str) -> Peek | None:
-        """Size, time, state and session of an entry, without making it an entry."""
-        entry = self._entries.get(name)
-        if entry is not None:
-            return Peek(entry.size, entry.mtime_ns, entry.state.value, entry.session)
+    def judged_at(self, name: str, size: int, mtime_ns: int) -> tuple[str, str] | None:
+        """``(state, session)`` of the entry if it was judged at exactly this size and time,
+        without making it an entry (an idle pass asks this of every file)."""
         row = self._rows.get(name)
-        return None if row is None else Peek(row[1], row[2], row[4], row[5])
+        if row is not None:
+            return (row[4], row[5]) if row[1] == size and row[2] == mtime_ns else None
+        entry = self._entries.get(name)
+        if entry is not None and entry.size == size and entry.mtime_ns == mtime_ns:
+            return entry.state.value, entry.session
+        return None
 
     def get(self, name: str) -> LedgerEntry | None:
         entry = self._entries.get(name)
@@ -185,7 +187,13 @@ class Ledger:
         for name, row in self._rows.items():
             keys = row[6]
             if name.endswith(_REQUEST) and type(keys) is dict and type(row[2]) is int:
-                yield name, _text(keys.get("session")), _text(keys.get("prev_request")), row[2]
+                session, prev_request = keys.get("session"), keys.get("prev_request")
+                yield (
+                    name,
+                    session if type(session) is str else None,
+                    prev_request if type(prev_request) is str else None,
+                    row[2],
+                )
 
     def encode(self) -> bytes:
         rows = dict(self._rows)
@@ -201,18 +209,7 @@ class Ledger:
         return True
 
 
-class Peek(NamedTuple):
-    size: int
-    mtime_ns: int
-    state: str
-    session: str
-
-
 _REQUEST = ".request.json"
-
-
-def _text(value: object) -> str | None:
-    return value if type(value) is str else None
 
 
 def ledger_path(root: Root) -> Path:
