@@ -289,6 +289,7 @@ def test_totals_and_the_reported_miss_reason(tmp_path: Path) -> None:
         "#",
         "request",
         "message",
+        "stream",
         "cause",
         "input",
         "read",

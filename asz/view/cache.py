@@ -374,6 +374,7 @@ _COLUMNS = (
     ("#", "n"),
     ("request", "request_id"),
     ("message", "message_id"),
+    ("stream", "stream"),
     ("cause", "cause"),
     ("input", "input_tokens"),
     ("read", "cache_read_input_tokens"),
@@ -413,11 +414,13 @@ def format_cache_report(report: dict[str, Any]) -> str:
         f"written {totals['cache_creation_input_tokens']}, input {totals['input_tokens']})"
     )
     for cause, entry in sorted(totals["by_cause"].items(), key=lambda kv: _rank(kv[0])):
+        count = entry["requests"]
+        noun = "request" if count == 1 else "requests"
         lines.append(
-            f"  {cause:<11} {entry['requests']:>5} requests  "
+            f"  {cause:<11} {count:>5} {noun:<8}  "
             f"{entry['cache_creation_input_tokens']:>10} tokens written"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines)
 
 
 def _rank(cause: str) -> int:
