@@ -146,7 +146,11 @@ def _land_session(config: Config, root: Root, session: DiscoveredSession) -> Loc
         for source in session.sources:
             result.count(session.session, source.relpath, lander.land(source))
     finally:
-        step.finish()
+        try:
+            step.finish()
+        except OSError as err:
+            # What landed stays landed; the sequence file and the facts are derived.
+            result.errors.append(f"{session.session}: {err.strerror or err}")
     return result
 
 
