@@ -560,3 +560,20 @@ def test_no_join_is_ever_wrong(truth: _Truth) -> None:
         assert truth.owner[record_id] == message_id
     for record_id in truth.bodies:
         assert (record_id in joins.call_of) != (record_id in joins.unjoined)
+
+
+@given(st.integers(1, 12), st.sets(st.integers(1, 12)))
+def test_a_gap_is_seen_wherever_a_landed_line_is_missing(count: int, missing: set[int]) -> None:
+    """Lines lost anywhere before the last landed one make a gap; losing only the newest
+    lines cannot be told from lines not written yet."""
+    lines, offset = [], 0
+    for n in range(1, count + 1):
+        line = _line(MAIN_STREAM, n, {"type": "user", "promptId": f"p{n}"}, offset)
+        offset += len(line.data)
+        if n not in missing:
+            lines.append(line)
+    transcript = read_transcript(lines)
+    kept = [line.line for line in lines]
+    whole = kept == list(range(1, len(kept) + 1))
+    stream = transcript.streams.get(MAIN_STREAM)
+    assert (stream is None or stream.gap is None) == whole
