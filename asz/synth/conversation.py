@@ -16,7 +16,7 @@ from asz.synth.outputs import MAIN_WEIGHTS, Action, Workbench
 from asz.synth.plan import SessionPlan
 from asz.synth.project import Noun, Project
 from asz.synth.records import Call, Session, Stream
-from asz.synth.shared import Setup
+from asz.synth.shared import Setup, land
 from asz.synth.transcripts import Transcript
 from asz.synth.writer import PROJECTS_DIR, Body
 
@@ -340,22 +340,9 @@ class SessionSimulation:
         source: str,
         message_uuid: str | None,
     ) -> None:
-        """Records a request/response pair, and its index line when the capture has one."""
         for body in (request, response):
             body.message_id, body.request_id = message_id, request_id
-            self.capture.add_body(body)
-        if self.setup.index is not None:
-            self.setup.index.append(
-                response.mtime_ns,
-                session_id=self.session_id,
-                query_source=source,
-                model=model,
-                request_id=request_id,
-                message_id=message_id,
-                message_uuid=message_uuid,
-                request_name=request.name,
-                response_name=response.name,
-            )
+        land(self.setup, request, response, source=source, model=model, message_uuid=message_uuid)
 
     def tool_result(
         self, chain: Chain, transcript: Transcript, tool_use_id: str, action: Action, *, note: bool

@@ -24,7 +24,7 @@ from asz.synth.ids import Ids
 from asz.synth.options import SynthOptions
 from asz.synth.project import Project
 from asz.synth.records import Call, Session, Stream
-from asz.synth.shared import Setup, make_setup
+from asz.synth.shared import Setup, land, make_setup
 from asz.synth.writer import PROJECTS_DIR, Body, Capture
 
 SESSION_NAME = re.compile(
@@ -45,7 +45,6 @@ class Line:
 class Source:
     """One transcript file of a session."""
 
-    path: Path
     relative: str
     lines: list[Line]
     agent_id: str | None
@@ -53,6 +52,9 @@ class Source:
 
 @dataclass
 class PendingCall:
+    """A call being gathered from its transcript lines: the list before its first line, and
+    the blocks of every line that carries its message id."""
+
     message_id: str
     request_id: str | None
     model: str
@@ -87,7 +89,7 @@ def _read(path: Path, root: Path) -> Source:
         if isinstance(data, dict):
             lines.append(Line(data, _time(data.get("timestamp"))))
     agent = path.stem.removeprefix("agent-") if path.stem.startswith("agent-") else None
-    return Source(path, path.relative_to(root).as_posix(), lines, agent)
+    return Source(path.relative_to(root).as_posix(), lines, agent)
 
 
 def _blocks(content: Any) -> list[bodies.Block]:
@@ -273,109 +275,106 @@ class SessionReplay:
         self.spawns[agent_id] = (str(tool_use_id) if tool_use_id else None, parent)
 
     def _emit(self, name: str, agent: bool, order: list[PendingCall]) -> None:
+        """Writes each call's bodies. A call already written for another transcript (history
+        copied by a resume) was sent once, so it is written once."""
+        setup = self.replay.setup
         system = system_blocks(agent_prompt(self.project) if agent else main_prompt(self.project))
-        tools = self.replay.setup.agent_tools if agent else self.replay.setup.main_tools
+        tools = setup.agent_tools if agent else setup.main_tools
+        source = f"agent:{name}" if agent else "repl_main_thread"
         prev_request: str | None = None
         known = [c.first_ns for c in order if c.first_ns is not None]
-        last_ns = (min(known) if known else self.replay.setup.clock.ns) - 1000 * _NS_PER_MS
+        floor = (min(known) if known else setup.clock.ns) - 1000 * _NS_PER_MS
         for call in order:
-            if call.message_id in self.replay.emitted:
-                prev_request = call.request_id
-                continue
-            self.replay.emitted.add(call.message_id)
-            first_text = next(
-                (
-                    b.get("text", "")
-                    for m in call.messages[:1]
-                    for b in m["content"]
-                    if b.get("type") == "text"
-                ),
-                "",
-            )
-            billing = bodies.billing_block(
-                bodies.version_suffix(first_text), self.ids.hex(5), prev_request, call.prompt_id
-            )
-            body = bodies.request(
-                model=call.model,
-                messages=call.messages,
-                system=[billing, *system],
-                tools=tools,
-                user=self.user,
-                thinking=THINKING,
-                effort="high",
-            )
-            data = bodies.dumps(body)
-            request_ns = _request_time(call, last_ns)
-            response_ns = max((call.last_ns or request_ns) + _NS_PER_MS, request_ns + _NS_PER_MS)
-            last_ns = response_ns
-            request_name = f"{self.ids.uuid()}.request"
-            response_name = f"{call.request_id}.response"
-            if call.request_id is None or self.replay.capture.has_body(response_name):
-                response_name = f"{self.ids.uuid()}.response"
-            stop = (
-                "tool_use"
-                if call.blocks and call.blocks[-1].get("type") == "tool_use"
-                else ("end_turn")
-            )
-            usage = bodies.usage(
-                prompt_tokens=bodies.tokens(len(data)),
-                cached=0 if call.cause != "kept" else bodies.tokens(len(data)) - 500,
-                output_tokens=bodies.tokens(len(bodies.dumps(call.blocks))) + 10,
-                uncached=3,
-            )
-            response = bodies.dumps(
-                bodies.response(
-                    message_id=call.message_id,
-                    model=call.model,
-                    content=call.blocks,
-                    stop_reason=stop,
-                    usage=usage,
+            if call.message_id not in self.replay.emitted:
+                self.replay.emitted.add(call.message_id)
+                request = self._request(
+                    name, call, prev_request=prev_request, system=system, tools=tools, floor=floor
                 )
-            )
-            capture = self.replay.capture
-            request = capture.add_body(
-                Body(
-                    request_name,
-                    "request",
-                    data,
-                    request_ns,
-                    self.session_id,
-                    "call",
-                    name,
-                    call.message_id,
-                    call.request_id,
-                    names_request=prev_request,
-                    prompt_id=call.prompt_id,
-                    cache_cause=call.cause,
-                )
-            )
-            reply = capture.add_body(
-                Body(
-                    response_name,
-                    "response",
+                response = self._response(name, call, request)
+                land(
+                    setup,
+                    request,
                     response,
-                    response_ns,
-                    self.session_id,
-                    "call",
-                    name,
-                    call.message_id,
-                    call.request_id,
-                )
-            )
-            if self.replay.index is not None:
-                self.replay.index.append(
-                    response_ns,
-                    session_id=self.session_id,
-                    query_source=f"agent:{name}" if agent else "repl_main_thread",
+                    source=source,
                     model=call.model,
-                    request_id=call.request_id,
-                    message_id=call.message_id,
                     message_uuid=call.line_uuid,
-                    request_name=request_name,
-                    response_name=response_name,
                 )
-            self.record.calls.append(Call(name, call.transcript_prompt, request, reply))
+                self.record.calls.append(Call(name, call.transcript_prompt, request, response))
+                floor = response.mtime_ns
             prev_request = call.request_id
+
+    def _request(
+        self,
+        name: str,
+        call: PendingCall,
+        *,
+        prev_request: str | None,
+        system: list[bodies.Block],
+        tools: list[dict[str, Any]],
+        floor: int,
+    ) -> Body:
+        first = next(iter(call.messages), {"content": []})["content"]
+        first_text = next((b.get("text", "") for b in first if b.get("type") == "text"), "")
+        billing = bodies.billing_block(
+            bodies.version_suffix(first_text), self.ids.hex(5), prev_request, call.prompt_id
+        )
+        body = bodies.request(
+            model=call.model,
+            messages=call.messages,
+            system=[billing, *system],
+            tools=tools,
+            user=self.user,
+            thinking=THINKING,
+            effort="high",
+        )
+        return Body(
+            name=f"{self.ids.uuid()}.request",
+            role="request",
+            data=bodies.dumps(body),
+            mtime_ns=_request_time(call, floor),
+            session=self.session_id,
+            kind="call",
+            stream=name,
+            message_id=call.message_id,
+            request_id=call.request_id,
+            names_request=prev_request,
+            prompt_id=call.prompt_id,
+            cache_cause=call.cause,
+        )
+
+    def _response(self, name: str, call: PendingCall, request: Body) -> Body:
+        """The assembled message; named by its request id unless the transcript has none or
+        another call already used it."""
+        stem = call.request_id
+        if stem is None or self.replay.capture.has_body(f"{stem}.response"):
+            stem = self.ids.uuid()
+        last = call.blocks[-1].get("type") if call.blocks else None
+        prompt_tokens = bodies.tokens(len(request.data))
+        usage = bodies.usage(
+            prompt_tokens=prompt_tokens,
+            cached=prompt_tokens - 500 if call.cause == "kept" else 0,
+            output_tokens=bodies.tokens(len(bodies.dumps(call.blocks))) + 10,
+            uncached=3,
+        )
+        message = bodies.response(
+            message_id=call.message_id,
+            model=call.model,
+            content=call.blocks,
+            stop_reason="tool_use" if last == "tool_use" else "end_turn",
+            usage=usage,
+        )
+        ns = max((call.last_ns or request.mtime_ns) + _NS_PER_MS, request.mtime_ns + _NS_PER_MS)
+        return Body(
+            name=f"{stem}.response",
+            role="response",
+            data=bodies.dumps(message),
+            mtime_ns=ns,
+            session=self.session_id,
+            kind="call",
+            stream=name,
+            message_id=call.message_id,
+            request_id=call.request_id,
+        )
 
 
 def _request_time(call: PendingCall, floor: int) -> int:
@@ -422,7 +421,6 @@ class Replay:
         self.root = root
         self.setup = setup
         self.capture = setup.capture
-        self.index = setup.index
         self.ids = Ids(rng)
         self.emitted: set[str] = set()
 

@@ -12,7 +12,7 @@ from asz.synth.clock import Clock
 from asz.synth.ids import Ids
 from asz.synth.indexlog import IndexLog
 from asz.synth.options import SynthOptions
-from asz.synth.writer import Capture
+from asz.synth.writer import Body, Capture
 
 
 @dataclass
@@ -46,3 +46,29 @@ def make_setup(options: SynthOptions, capture: Capture, rng: random.Random) -> S
         late_tools=tool_set("late"),
         index=IndexLog(capture) if options.index else None,
     )
+
+
+def land(
+    setup: Setup,
+    request: Body,
+    response: Body,
+    *,
+    source: str,
+    model: str,
+    message_uuid: str | None,
+) -> None:
+    """Records a request/response pair, and its index line when the capture keeps one."""
+    setup.capture.add_body(request)
+    setup.capture.add_body(response)
+    if setup.index is not None:
+        setup.index.append(
+            response.mtime_ns,
+            session_id=response.session,
+            query_source=source,
+            model=model,
+            request_id=response.request_id,
+            message_id=str(response.message_id),
+            message_uuid=message_uuid,
+            request_name=request.name,
+            response_name=response.name,
+        )
