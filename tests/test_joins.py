@@ -422,6 +422,16 @@ def test_a_stream_with_a_gap_joins_no_request_but_its_responses(tmp_path: Path) 
     assert {joined.joins.unjoined[r].reason for r in records} == {GAP}
 
 
+def test_an_index_line_joins_a_request_even_in_a_stream_with_a_gap(tmp_path: Path) -> None:
+    made = HandMade(tmp_path)
+    made.prompt(MAIN_STREAM, "p1")
+    records = chain(made, MAIN_STREAM, "p1", [("msg_1", "req_1"), ("msg_2", "req_2")])
+    made.index_line(records[1], "req_2.response", "msg_2")
+    joined = join_session(made.land(gap_in=MAIN_STREAM), SESSION)
+    assert joined.joins.request_of == {"msg_2": records[1]}
+    assert joined.joins.unjoined[records[0]].reason == GAP
+
+
 def test_the_same_session_without_the_gap_joins_every_request(tmp_path: Path) -> None:
     made = HandMade(tmp_path)
     made.prompt(MAIN_STREAM, "p1")
