@@ -18,6 +18,7 @@ from pathlib import Path
 from asz.collect import collect_once
 from asz.config import Config
 from asz.store.codec import Record, SessionBodies
+from asz.store.framing import read_file
 from asz.store.root import Root
 from asz.synth import SynthOptions, synthesize
 from asz.view import build_view, cache_report
@@ -87,6 +88,12 @@ def main() -> None:
         root, session, landed = land(workdir, args.calls, args.tool_calls)
         body_files = root.landed(root.bodies_dir(session))
         body_bytes = sum(item.path.stat().st_size for item in body_files)
+        request_bytes = sum(
+            record.meta["size"]
+            for item in body_files
+            for record in read_file(item.path).records
+            if record.meta["role"] == "request"
+        )
         view_seconds, view = best_of(args.repeat, lambda: build_view(root, session))
         with CountingLoads() as counting:
             build_view(root, session)
@@ -108,7 +115,8 @@ def main() -> None:
         )
         totals = report["totals"]
         print(
-            f"  cache_report: {cache_seconds * 1000:8.1f} ms; {totals['requests']} requests, "
+            f"  cache_report: {cache_seconds * 1000:8.1f} ms; {totals['requests']} requests "
+            f"({request_bytes / 1e6:.0f} MB, {request_bytes / 1e6 / cache_seconds:.0f} MB/s), "
             f"causes {dict((c, e['requests']) for c, e in totals['by_cause'].items())}"
         )
 

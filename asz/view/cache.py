@@ -314,9 +314,7 @@ class _Report:
                 compacted=call is not None
                 and _compacted_between(self.joined.transcript, before, call),
             )
-            found = sorted(
-                compare(previous, current, between), key=lambda item: PRECEDENCE.index(item[0])
-            )
+            found = compare(previous, current, between)
             (cause, detail), also = found[0], [item[0] for item in found[1:]]
         response_id = joins.response_of.get(message_id) if message_id else None
         facts = self.lazy.response_facts(response_id) if response_id else None

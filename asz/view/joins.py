@@ -14,8 +14,8 @@ or by time. In order:
    the same pair: the prompt current in its stream (a subagent's requests carry the prompt of
    the parent's call that started it), and the request id of the response joined to the call
    before it in the same stream. The request joins when exactly one request and one call carry
-   the pair. A stream whose landed lines have a gap joins no request, since the call before
-   may be missing; a call after one without a joined response carries no pair.
+   the pair. A stream whose landed lines have a gap joins no request this way, since the
+   call before may be missing; a call after one without a joined response carries no pair.
 
 What stays unjoined says why: the title request and the compaction request have no call in
 any transcript; a retried request is two requests with the same pair; two subagents started
