@@ -43,7 +43,7 @@ class LazyBodies:
         self._reader: SessionReader | None = None
         self._alone = SessionBodies()
         self._pieces: dict[str, bytes] | None = None
-        self.pieces_held: set[str] = set()
+        self._pieces_held: set[str] = set()
         self.problems: list[str] = []
 
     def _bytes(self, record_id: str) -> bytes:
@@ -60,12 +60,12 @@ class LazyBodies:
     def _rebuild_alone(self, record: Record) -> bytes:
         record_id = str(record.meta.get("id"))
         if not self._alone.holds(record_id):
-            for digest in _named_pieces(record) - self.pieces_held:
+            for digest in _named_pieces(record) - self._pieces_held:
                 piece = self._piece_bytes().get(digest)
                 if piece is None:
                     raise CodecError(f"no landed record holds piece {digest}")
                 self._alone.add(_piece_holder(digest, piece))
-                self.pieces_held.add(digest)
+                self._pieces_held.add(digest)
             self._alone.add(record)
         return self._alone.rebuild(record_id)
 
