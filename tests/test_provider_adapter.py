@@ -28,11 +28,11 @@ from asz.adapters.claude_code_provider import (
 from asz.adapters.provider_index import PROVIDER_INDEX
 from asz.adapters.provider_source import is_one_json_value, list_sources
 from asz.adapters.session_filter import SessionJudge
-from asz.bodykeys import read_keys
+from asz.bodykeys import BodyKeys, read_keys
 from asz.config import AdapterConfig, Adapters, Config, SessionFilter
 from asz.store.bodies import BodyStore, IncomingBody
 from asz.store.framing import read_file
-from asz.store.ledger import ledger_path
+from asz.store.ledger import State, ledger_path, load_ledger
 from asz.store.reader import SessionReader
 from asz.store.root import Root, collector_lock
 from asz.synth import SynthOptions, synthesize
@@ -295,11 +295,14 @@ def test_a_corrupt_ledger_is_rebuilt(env: Env) -> None:
     env.write("r1.request.json", request(A), BASE)
     env.transcript(A)
     assert env.run().bodies_landed == 1
-    ledger_path(env.root).write_bytes(b'{"format":"asz.provider-ledger/1","entries":[["x"')
+    ledger_path(env.root).write_bytes(b"SQLite format 3\x00 and then nothing that holds")
     after = env.run()
     assert after.bodies_landed == 0 and after.files == 0
     assert complete(after), "derived data rebuilt: nothing for the user to do"
-    assert orjson.loads(ledger_path(env.root).read_bytes())["entries"][0][0] == "r1.request.json"
+    with load_ledger(env.root) as ledger:
+        assert [(entry.name, entry.state) for entry in ledger] == [
+            ("r1.request.json", State.LANDED)
+        ]
     assert complete(env.run())
 
 
@@ -725,18 +728,18 @@ def test_lost_derived_state_is_rebuilt_and_the_next_pass_reads_nothing(env: Env)
     (env.root.state_dir / "provider-index.json").unlink()
     rebuilt = env.run()
     assert (rebuilt.bodies_landed, rebuilt.files) == (0, 0) and complete(rebuilt)
-    rows = orjson.loads(ledger_path(env.root).read_bytes())["entries"]
-    assert [(row[0], row[4]) for row in rows] == [
-        ("r1.request.json", "landed"),
-        ("r2.request.json", "landed"),
-        ("req_a1.response.json", "landed"),
+    with load_ledger(env.root) as ledger:
+        entries = list(ledger)
+    assert [(entry.name, entry.state) for entry in entries] == [
+        ("r1.request.json", State.LANDED),
+        ("r2.request.json", State.LANDED),
+        ("req_a1.response.json", State.LANDED),
     ]
-    assert all(row[2] == (env.bodies / row[0]).stat().st_mtime_ns for row in rows)
-    for path in env.bodies.iterdir():
-        path.write_bytes(b"{" * path.stat().st_size)
-        os.utime(path, ns=(path.stat().st_atime_ns, int(BASE * 1e9)))
-    for name, row in {row[0]: row for row in rows}.items():
-        os.utime(env.bodies / name, ns=(row[2], row[2]))
+    assert all(entry.mtime_ns == (env.bodies / entry.name).stat().st_mtime_ns for entry in entries)
+    for entry in entries:
+        path = env.bodies / entry.name
+        path.write_bytes(b"{" * entry.size)
+        os.utime(path, ns=(entry.mtime_ns, entry.mtime_ns))
     assert complete(env.run()), "every file answered from its stat: none was read"
 
 
@@ -768,16 +771,14 @@ def test_the_ledger_keeps_only_what_each_body_carries(env: Env) -> None:
     result = env.run()
     assert (result.bodies_landed, result.waiting) == (2, 1)
     assert env.body(A, "req_x.response") == b"[]"
-    rows = {row[0]: row for row in orjson.loads(ledger_path(env.root).read_bytes())["entries"]}
-    assert rows["r1.request.json"][6] == {
-        "model": "claude-test",
-        "session": A,
-        "prompt": "bdee6995",
-        "prev_request": "req_x",
-    }
-    assert rows["req_x.response.json"][6] == {"request_id": "req_x"}
-    assert rows[uuid_name][6] == {"model": "claude-test", "message_id": "msg_u"}
-    assert rows[uuid_name][4] == "waiting" and rows[uuid_name][5] == ""
+    with load_ledger(env.root) as ledger:
+        entries = {entry.name: entry for entry in ledger}
+    assert entries["r1.request.json"].keys == BodyKeys(
+        model="claude-test", session=A, prompt="bdee6995", prev_request="req_x"
+    )
+    assert entries["req_x.response.json"].keys == BodyKeys(request_id="req_x")
+    assert entries[uuid_name].keys == BodyKeys(model="claude-test", message_id="msg_u")
+    assert (entries[uuid_name].state, entries[uuid_name].session) == (State.WAITING, "")
 
 
 def test_a_session_whose_transcripts_were_pruned_is_judged_by_what_landed(env: Env) -> None:

@@ -20,6 +20,7 @@ Waiting and unreadable bodies never fail a pass; conflicts and errors do.
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -48,9 +49,9 @@ from asz.store.ledger import (
     Ledger,
     LedgerEntry,
     State,
-    decode_ledger,
     ledger_path,
     load_ledger,
+    open_ledger,
 )
 from asz.store.root import Root
 from asz.store.session_facts import load_facts
@@ -113,13 +114,15 @@ def collect_bodies(
     result = ProviderResult(errors=list(listing.errors))
     if not listing.exists:
         return result
-    run = _Pass(config, root, store, judge, now=now, result=result)
-    run.index(directory)
-    run.look(listing.files)
-    run.claim_and_land()
-    crash_point("provider.landed")
-    run.ledger.save(root)
-    crash_point("provider.ledger")
+    with load_ledger(root) as ledger:
+        result.errors += ledger.problems
+        run = _Pass(config, root, store, judge, ledger, now=now, result=result)
+        run.index(directory)
+        run.look(listing.files)
+        run.claim_and_land()
+        crash_point("provider.landed")
+        ledger.save()
+        crash_point("provider.ledger")
     return result
 
 
@@ -130,6 +133,7 @@ class _Pass:
         root: Root,
         store: BodyStore,
         judge: SessionJudge,
+        ledger: Ledger,
         *,
         now: float | None,
         result: ProviderResult,
@@ -143,7 +147,7 @@ class _Pass:
         self.budget = config.adapters.claude_code_provider.max_delta_bytes
         self.now_ns = int((time.time() if now is None else now) * 1_000_000_000)
         self.settle_ns = int(config.service.unreadable_after * 1_000_000_000)
-        self.ledger: Ledger = Ledger()
+        self.ledger = ledger
         self.index_claims: dict[str, str] = {}
         self.candidates: list[_Candidate] = []
         self.kept: dict[str, bytes] = {}
@@ -182,8 +186,6 @@ class _Pass:
 
     def look(self, files: list[SourceFile]) -> None:
         """Answers each file from the ledger where its stat allows, else reads it."""
-        self.ledger = load_ledger(self.root)
-        self.result.errors += self.ledger.problems
         judged_at = self.ledger.judged_at
         for source in files:
             seen = judged_at(source.name, source.size, source.mtime_ns)
@@ -406,15 +408,19 @@ def describe_sources(config: Config) -> dict:
     and the sessions the requests name (as written). Reads the ledger, never writes it."""
     directory = config.bodies_dir
     listing = list_sources(directory)
-    ledger = _read_only_ledger(Root(config.root))
     sessions: Counter[str] = Counter()
     roles: Counter[str] = Counter()
-    for source in listing.files:
-        roles[source.role] += 1
-        if source.role == "request":
-            session = _named_session(directory, source, ledger.get(source.name))
-            if session:
-                sessions[session] += 1
+    ledger = _read_only_ledger(Root(config.root))
+    try:
+        for source in listing.files:
+            roles[source.role] += 1
+            if source.role == "request":
+                session = _named_session(directory, source, ledger)
+                if session:
+                    sessions[session] += 1
+    finally:
+        if ledger is not None:
+            ledger.close()
     return {
         "dir": str(directory),
         "exists": listing.exists,
@@ -424,15 +430,18 @@ def describe_sources(config: Config) -> dict:
     }
 
 
-def _read_only_ledger(root: Root) -> Ledger:
+def _read_only_ledger(root: Root) -> Ledger | None:
     try:
-        return decode_ledger(ledger_path(root).read_bytes())
-    except (OSError, ValueError):
-        return Ledger()
+        return open_ledger(ledger_path(root), readonly=True)
+    except (sqlite3.Error, ValueError, OSError):
+        return None
 
 
-def _named_session(directory: Path, source: SourceFile, entry: LedgerEntry | None) -> str | None:
-    if entry is not None and entry.same_stat(source.size, source.mtime_ns) and entry.sha256:
+def _named_session(directory: Path, source: SourceFile, ledger: Ledger | None) -> str | None:
+    """The session a request names: from the ledger while the file is as it was judged."""
+    seen = ledger.judged_at(source.name, source.size, source.mtime_ns) if ledger else None
+    entry = ledger.get(source.name) if ledger and seen else None
+    if entry is not None and entry.sha256:
         return entry.keys.session
     try:
         data = read_body(directory, source.name).data

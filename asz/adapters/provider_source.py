@@ -25,6 +25,8 @@ from asz.store.codec import MAX_BODY
 
 BODY_NAME = re.compile(r"^([A-Za-z0-9_-]+)\.(request|response)\.json$")
 _match_body_name = BODY_NAME.match
+_ROLES = {"request": "request", "response": "response"}
+"""One string per role, shared by every file of a listing."""
 MAX_BODY_BYTES = MAX_BODY
 """Largest body read (the largest the store lands); a larger one is refused by its size alone."""
 
@@ -35,10 +37,14 @@ class SourceFile(NamedTuple):
     """A file named like a body, as one stat saw it (a tuple: listings hold many)."""
 
     name: str
-    stem: str
     role: str
     size: int
     mtime_ns: int
+
+    @property
+    def stem(self) -> str:
+        """The name less ``.<role>.json``: a request's UUID, or a response's request id."""
+        return self.name[: -len(self.role) - len("..json")]
 
     @property
     def record_id(self) -> str:
@@ -84,8 +90,8 @@ def list_sources(directory: Path) -> Listing:
             except OSError as err:
                 listing.errors.append(f"{entry.name}: cannot be looked at: {err.strerror}")
                 continue
-            stem, role = match.groups()
-            listing.files.append(SourceFile(entry.name, stem, role, info.st_size, info.st_mtime_ns))
+            role = _ROLES[match.group(2)]
+            listing.files.append(SourceFile(entry.name, role, info.st_size, info.st_mtime_ns))
     return listing
 
 

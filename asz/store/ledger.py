@@ -6,32 +6,40 @@ unreadable and conflicting files are not opened again, and waiting or excluded f
 again from the keys stored here, since what claims them (a later request, a landed transcript,
 the session filter) can change while the file does not.
 
+It is an SQLite database (the standard library's): a pass holds in memory only the size, time,
+state and session of each file, reads the rest of an entry when it needs it, and writes only
+the entries it changed, in one transaction, and only when it changed any.
+
 The ledger is derived: when it is missing or does not read it is rebuilt from the manifests of
 the landed bodies, with their modification times unknown, so the next pass reads and digests
 those files once more and the store reports them as repeats instead of landing them twice.
-It is written atomically, and only when a pass changed it.
+A rebuilt ledger is written under a temporary name and renamed into place whole.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterator
+import secrets
+import sqlite3
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-import orjson
 import structlog
 
 from asz.bodykeys import BodyKeys
-from asz.store.atomic import replace_file
+from asz.store.atomic import FILE_MODE, TEMP_PREFIX, fsync_dir, private_dir
 from asz.store.framing import LandedFileError, read_file
 from asz.store.root import Root
 
-LEDGER_NAME = "provider-ledger.json"
+LEDGER_NAME = "provider-ledger.sqlite"
 FORMAT = "asz.provider-ledger/1"
 UNKNOWN_MTIME = -1
 """The modification time of an entry rebuilt from a manifest: never equal to a real one."""
+KEY_FIELDS = ("model", "session", "prompt", "prev_request", "message_id", "request_id")
+"""The keys of ``BodyKeys``, in the order of its fields and of the ``key_*`` columns."""
 
 log = structlog.get_logger(__name__)
 
@@ -56,6 +64,23 @@ class State(StrEnum):
 CONFLICTING = frozenset({State.CHANGED, State.CONFLICT})
 _STATES = {state.value: state for state in State}
 _NO_KEYS = BodyKeys()
+_REQUEST = ".request.json"
+
+_SCHEMA = (
+    "CREATE TABLE ledger_format (format TEXT NOT NULL)",
+    "CREATE TABLE entries ("
+    " name TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,"
+    " sha256 TEXT NOT NULL, state TEXT NOT NULL, session TEXT NOT NULL,"
+    " key_model TEXT, key_session TEXT, key_prompt TEXT, key_prev_request TEXT,"
+    " key_message_id TEXT, key_request_id TEXT"
+    ") WITHOUT ROWID",
+)
+_SELECT = (
+    "SELECT name, size, mtime_ns, sha256, state, session, key_model, key_session, key_prompt,"
+    " key_prev_request, key_message_id, key_request_id FROM entries WHERE name = ?"
+)
+_UPSERT = "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_REQUESTS = "SELECT name, key_session, key_prev_request, mtime_ns FROM entries WHERE name LIKE ?"
 
 
 @dataclass(slots=True)
@@ -77,205 +102,238 @@ class LedgerEntry:
     def same_stat(self, size: int, mtime_ns: int) -> bool:
         return self.size == size and self.mtime_ns == mtime_ns
 
-    def as_row(self) -> list:
-        return [
+    def as_row(self) -> tuple:
+        return (
             self.name,
             self.size,
             self.mtime_ns,
             self.sha256,
             self.state.value,
             self.session,
-            self.keys.as_dict(),
-        ]
+            *(getattr(self.keys, key) for key in KEY_FIELDS),
+        )
 
     @classmethod
-    def from_row(cls, row: list) -> LedgerEntry:
-        """An entry from its saved row; ValueError when a field has the wrong type.
-
-        Kept to exact type tests and dict lookups: an idle pass reads every row."""
-        name, size, mtime_ns, sha256, state, session, keys = row
+    def from_row(cls, row: tuple) -> LedgerEntry:
+        """An entry from its stored row; ValueError when a field does not hold."""
+        name, size, mtime_ns, sha256, state, session, *keys = row
         if (
             type(name) is not str
             or type(size) is not int
             or type(mtime_ns) is not int
             or type(sha256) is not str
             or type(session) is not str
-            or type(keys) is not dict
             or state not in _STATES
-            or any(type(value) is not str for value in keys.values())
+            or any(key is not None and type(key) is not str for key in keys)
         ):
             raise ValueError(f"ledger row {name!r} has a field of the wrong type")
-        return cls(
-            name,
-            size,
-            mtime_ns,
-            sha256,
-            _STATES[state],
-            session,
-            BodyKeys(**keys) if keys else _NO_KEYS,
-        )
+        return cls(name, size, mtime_ns, sha256, _STATES[state], session, BodyKeys(*keys))
 
 
 class Ledger:
-    """Entries by source file name; remembers whether anything changed since it was read.
+    """Entries by source file name, over one open database.
 
-    Saved rows are turned into entries only when a file needs more than its stat compared
-    (``judged_at``), since an idle pass looks at every row and changes none; a row that does not
-    hold is forgotten, so its file is read again.
+    What every pass compares (size, time, state, session) is read once when the ledger opens;
+    an entry's digest and keys are read when asked for. Changes are kept until ``save``.
     """
 
-    def __init__(self, rows: dict[str, list] | None = None) -> None:
-        self._rows = rows if rows is not None else {}
-        self._entries: dict[str, LedgerEntry] = {}
-        self.dirty = False
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self._seen: dict[str, tuple] = {
+            row[0]: row
+            for row in db.execute("SELECT name, size, mtime_ns, state, session FROM entries")
+        }
+        self._changes: dict[str, LedgerEntry | None] = {}
         self.rebuilt = False
         self.problems: list[str] = []
 
+    @property
+    def dirty(self) -> bool:
+        return bool(self._changes)
+
     def __len__(self) -> int:
-        return len(self._rows) + len(self._entries)
+        return len(self._seen)
 
     def __iter__(self) -> Iterator[LedgerEntry]:
-        for name in list(self._rows):
-            self.get(name)
-        return iter(list(self._entries.values()))
+        for name in sorted(self._seen):
+            entry = self.get(name)
+            if entry is not None:
+                yield entry
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
 
     def names(self) -> set[str]:
-        return self._rows.keys() | self._entries.keys()
+        return set(self._seen)
 
     def judged_at(self, name: str, size: int, mtime_ns: int) -> tuple[str, str] | None:
-        """``(state, session)`` of the entry if it was judged at exactly this size and time,
-        without making it an entry (an idle pass asks this of every file)."""
-        row = self._rows.get(name)
-        if row is not None:
-            return (row[4], row[5]) if row[1] == size and row[2] == mtime_ns else None
-        entry = self._entries.get(name)
-        if entry is not None and entry.size == size and entry.mtime_ns == mtime_ns:
-            return entry.state.value, entry.session
-        return None
+        """``(state, session)`` of the entry if it was judged at exactly this size and time
+        (an idle pass asks this of every file, so it is one dict lookup)."""
+        row = self._seen.get(name)
+        if row is None or row[1] != size or row[2] != mtime_ns:
+            return None
+        return row[3], row[4]
 
     def get(self, name: str) -> LedgerEntry | None:
-        entry = self._entries.get(name)
-        if entry is not None:
-            return entry
-        row = self._rows.pop(name, None)
-        if row is None:
+        if name in self._changes:
+            return self._changes[name]
+        if name not in self._seen:
             return None
+        row = self._db.execute(_SELECT, (name,)).fetchone()
         try:
-            entry = LedgerEntry.from_row(row)
+            return LedgerEntry.from_row(row)
         except (TypeError, ValueError):
-            self.dirty = True
+            # A row that does not hold is forgotten, so its file is read and judged again.
+            self.drop(name)
             return None
-        self._entries[name] = entry
-        return entry
 
     def put(self, entry: LedgerEntry) -> None:
         if self.get(entry.name) != entry:
-            self._entries[entry.name] = entry
-            self.dirty = True
+            self._changes[entry.name] = entry
+            self._seen[entry.name] = (
+                entry.name,
+                entry.size,
+                entry.mtime_ns,
+                entry.state.value,
+                entry.session,
+            )
 
     def drop(self, name: str) -> None:
-        if self._entries.pop(name, None) is not None or self._rows.pop(name, None) is not None:
-            self.dirty = True
+        if name in self._seen:
+            del self._seen[name]
+            self._changes[name] = None
 
     def requests(self) -> Iterator[tuple[str, str | None, str | None, int]]:
-        """``(name, session, prev_request, mtime_ns)`` of every request, read from the rows
-        directly: the claim rules need what every request names, on every pass."""
-        for entry in self._entries.values():
-            if entry.role == "request":
-                keys = entry.keys
-                yield entry.name, keys.session, keys.prev_request, entry.mtime_ns
-        for name, row in self._rows.items():
-            keys = row[6]
-            if name.endswith(_REQUEST) and type(keys) is dict and type(row[2]) is int:
-                session, prev_request = keys.get("session"), keys.get("prev_request")
+        """``(name, session, prev_request, mtime_ns)`` of every request: the claim rules need
+        what every request names, on every pass that claims anything."""
+        query = (
+            "SELECT name, key_session, key_prev_request, mtime_ns FROM entries WHERE name LIKE ?"
+        )
+        changes = self._changes
+        for name, session, prev_request, mtime_ns in self._db.execute(query, ("%" + _REQUEST,)):
+            if name not in changes and type(mtime_ns) is int:
                 yield (
                     name,
                     session if type(session) is str else None,
                     prev_request if type(prev_request) is str else None,
-                    row[2],
+                    mtime_ns,
                 )
+        for entry in changes.values():
+            if entry is not None and entry.role == "request":
+                yield entry.name, entry.keys.session, entry.keys.prev_request, entry.mtime_ns
 
-    def encode(self) -> bytes:
-        rows = dict(self._rows)
-        rows.update((name, entry.as_row()) for name, entry in self._entries.items())
-        return orjson.dumps({"format": FORMAT, "entries": [rows[name] for name in sorted(rows)]})
-
-    def save(self, root: Root) -> bool:
-        """Writes the ledger if it changed; says whether it wrote."""
-        if not self.dirty:
+    def save(self) -> bool:
+        """Writes the entries that changed, in one transaction; says whether it wrote."""
+        if not self._changes:
             return False
-        replace_file(ledger_path(root), self.encode())
-        self.dirty = False
+        with self._db:
+            self._db.executemany(
+                "DELETE FROM entries WHERE name = ?",
+                [(name,) for name, entry in self._changes.items() if entry is None],
+            )
+            self._db.executemany(
+                _UPSERT, [entry.as_row() for entry in self._changes.values() if entry is not None]
+            )
+        self._changes.clear()
         return True
-
-
-_REQUEST = ".request.json"
 
 
 def ledger_path(root: Root) -> Path:
     return root.state_dir / LEDGER_NAME
 
 
-def decode_ledger(data: bytes) -> Ledger:
-    """Parses a ledger; raises ValueError when it is not one this version wrote.
-
-    Each row's fields are checked when the row is first needed (see ``Ledger``)."""
+def open_ledger(path: Path, readonly: bool = False) -> Ledger:
+    """The ledger at ``path``; raises sqlite3.Error or ValueError when it is not one this
+    version wrote (or, read-only, when there is none)."""
+    if readonly:
+        db = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    else:
+        db = sqlite3.connect(path)
     try:
-        document = orjson.loads(data)
-    except orjson.JSONDecodeError as err:
-        raise ValueError(f"the ledger is not JSON: {err}") from None
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise ValueError("the ledger is not in this version's format")
-    rows = document.get("entries")
-    if not isinstance(rows, list):
-        raise ValueError("the ledger has no entries")
-    by_name: dict[str, list] = {}
-    for row in rows:
-        if type(row) is not list or len(row) != 7 or type(row[0]) is not str:
-            raise ValueError("the ledger holds a malformed row")
-        by_name[row[0]] = row
-    return Ledger(by_name)
+        found = db.execute("SELECT format FROM ledger_format").fetchall()
+        if found != [(FORMAT,)]:
+            raise ValueError(f"not a ledger in the {FORMAT} format")
+        return Ledger(db)
+    except BaseException:
+        db.close()
+        raise
 
 
 def load_ledger(root: Root) -> Ledger:
     """The ledger as last saved, or rebuilt from the landed manifests when it does not read."""
-    try:
-        data = ledger_path(root).read_bytes()
-    except FileNotFoundError:
-        return rebuild_ledger(root)
-    try:
-        return decode_ledger(data)
-    except ValueError as err:
-        # Derived data: rebuilding it loses nothing, so this is a notice, not a pass error.
-        log.warning("provider ledger rebuilt", path=str(ledger_path(root)), why=str(err))
-        return rebuild_ledger(root)
+    path = ledger_path(root)
+    if path.exists():
+        try:
+            return open_ledger(path)
+        except (sqlite3.Error, ValueError) as err:
+            # Derived data: rebuilding it loses nothing, so this is a notice, not a pass error.
+            log.warning("provider ledger rebuilt", path=str(path), why=str(err))
+    return rebuild_ledger(root)
 
 
 def rebuild_ledger(root: Root) -> Ledger:
-    """A ledger of every landed body, read from the manifests of every session's files.
+    """A ledger of every landed body, from the manifests of every session's files, written
+    whole under a temporary name and renamed into place.
 
     Modification times are unknown, so each entry is read and digested again by the next pass.
     A landed file that does not read is named in ``problems`` and the rest still count.
     """
-    ledger = Ledger()
+    path = ledger_path(root)
+    private_dir(path.parent)
+    entries, problems = _landed_entries(root)
+    temp = path.with_name(f"{TEMP_PREFIX}{secrets.token_hex(8)}-{LEDGER_NAME}")
+    try:
+        _create(temp, entries)
+        for leftover in ("-journal", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{path}{leftover}")
+        os.replace(temp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
+    fsync_dir(path.parent)
+    ledger = open_ledger(path)
+    ledger.rebuilt = True
+    ledger.problems = problems
+    return ledger
+
+
+def _create(path: Path, entries: Iterable[LedgerEntry]) -> None:
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE))
+    db = sqlite3.connect(path)
+    try:
+        with db:
+            for statement in _SCHEMA:
+                db.execute(statement)
+            db.execute("INSERT INTO ledger_format VALUES (?)", (FORMAT,))
+            db.executemany(_UPSERT, (entry.as_row() for entry in entries))
+    finally:
+        db.close()
+
+
+def _landed_entries(root: Root) -> tuple[list[LedgerEntry], list[str]]:
+    entries: dict[str, LedgerEntry] = {}
+    problems: list[str] = []
     for session in root.sessions():
         for landed in root.landed(root.bodies_dir(session)):
             try:
                 landed_file = read_file(landed.path)
             except LandedFileError as err:
-                ledger.problems.append(f"damaged landed file skipped: {err}")
+                problems.append(f"damaged landed file skipped: {err}")
                 continue
             for record in landed_file.records:
                 entry = _entry_from_manifest(record.meta, session)
                 if entry is None:
-                    ledger.problems.append(
-                        f"{landed.path}: row {record.row}: no provider-body manifest"
-                    )
-                elif ledger.get(entry.name) is None:
-                    ledger.put(entry)
-    ledger.dirty = True
-    ledger.rebuilt = True
-    return ledger
+                    problems.append(f"{landed.path}: row {record.row}: no provider-body manifest")
+                else:
+                    entries.setdefault(entry.name, entry)
+    return list(entries.values()), problems
 
 
 def _entry_from_manifest(meta: dict, session: str) -> LedgerEntry | None:
@@ -292,9 +350,6 @@ def _entry_from_manifest(meta: dict, session: str) -> LedgerEntry | None:
     if not isinstance(keys, dict):
         keys = {}
     clean = {
-        name: value for name, value in keys.items() if name in _KEY_NAMES and isinstance(value, str)
+        name: value for name, value in keys.items() if name in KEY_FIELDS and isinstance(value, str)
     }
     return LedgerEntry(src, size, UNKNOWN_MTIME, sha256, State.LANDED, session, BodyKeys(**clean))
-
-
-_KEY_NAMES = frozenset(BodyKeys.__dataclass_fields__)
