@@ -33,7 +33,7 @@ import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -153,7 +153,11 @@ class Cursor:
         self.dev, self.ino, self.size, self.mtime_ns = seen.dev, seen.ino, seen.size, seen.mtime_ns
 
     def to_bytes(self) -> bytes:
-        return orjson.dumps({"schema": _CURSOR_SCHEMA, **asdict(self)}) + b"\n"
+        values = {name: getattr(self, name) for name in _CURSOR_FIELDS}
+        return orjson.dumps({"schema": _CURSOR_SCHEMA, **values}) + b"\n"
+
+
+_CURSOR_FIELDS = tuple(field.name for field in fields(Cursor))
 
 
 def load_cursor(stream_dir: Path) -> Cursor | None:
