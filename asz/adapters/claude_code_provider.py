@@ -127,6 +127,9 @@ def collect_bodies(
 
 
 class _Pass:
+    """One pass's view: what the ledger said, what was read, and what is known about each
+    session, each asked once."""
+
     def __init__(
         self,
         config: Config,
@@ -300,18 +303,17 @@ class _Pass:
             claim = claimer.claim(
                 candidate.name, candidate.role, candidate.keys, candidate.mtime_ns
             )
-            if claim.session is None:
-                self.ledger.put(candidate.entry(State.WAITING))
-                result.waiting += 1
-                continue
-            verdict = self.judge.judge(claim.session)
+            session = claim.session or ""
+            verdict = self.judge.judge(session) if session else Verdict.WAIT
             if verdict is Verdict.COLLECT:
-                batches.setdefault(claim.session, []).append(candidate)
-            elif verdict is Verdict.EXCLUDE:
-                self.ledger.put(candidate.entry(State.EXCLUDED, claim.session))
+                batches.setdefault(session, []).append(candidate)
+                continue
+            self.kept.pop(candidate.name, None)
+            if verdict is Verdict.EXCLUDE:
+                self.ledger.put(candidate.entry(State.EXCLUDED, session))
                 result.excluded += 1
             else:
-                self.ledger.put(candidate.entry(State.WAITING, claim.session))
+                self.ledger.put(candidate.entry(State.WAITING, session))
                 result.waiting += 1
         for session in sorted(batches):
             self._land(session, sorted(batches[session], key=lambda c: (c.mtime_ns, c.name)))
