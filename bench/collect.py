@@ -13,7 +13,7 @@ Code directory, each seed starting an hour after the last) until the bodies reac
 Targets: first pass >= 80 MB/s, peak RSS < 300 MB whatever the backlog, idle < 2 s per
 100,000 files.
 
-    .venv/bin/python bench/collect.py [--gigabytes 1] [--files 100000] [--workdir DIR]
+    .venv/bin/python bench/collect.py [--gigabytes 1] [--files 100000] [--index] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -33,6 +34,7 @@ import orjson
 
 from asz.adapters.claude_code_local import collect_transcripts
 from asz.adapters.claude_code_provider import ProviderResult, collect_bodies
+from asz.adapters.provider_index import INDEX_NAME
 from asz.adapters.provider_source import list_sources
 from asz.adapters.session_filter import SessionJudge
 from asz.config import Config
@@ -43,20 +45,17 @@ from asz.synth import SynthOptions, synthesize
 TARGETS = {"first_mb_s": 80.0, "peak_rss_mb": 300.0, "idle_s_per_100k": 2.0}
 
 
-def build_backlog(claude: Path, work: Path, target_bytes: int, sessions: int, turns: int) -> int:
-    """Synthesises captures with successive seeds into ``claude`` until the bodies reach
-    ``target_bytes``; returns the bytes written."""
+def build_backlog(claude: Path, work: Path, target_bytes: int, template: SynthOptions) -> int:
+    """Synthesises captures like ``template`` with successive seeds into ``claude`` until the
+    bodies reach ``target_bytes``; returns the bytes written."""
     bodies = claude / "asz" / "provider-bodies"
     bodies.mkdir(parents=True, exist_ok=True)
     written, seed = 0, 1
-    first = SynthOptions().start
     while written < target_bytes:
         capture = work / f"capture-{seed}"
-        options = SynthOptions(
-            seed=seed, sessions=sessions, turns=turns, start=first + timedelta(hours=seed)
-        )
+        options = replace(template, seed=seed, start=template.start + timedelta(hours=seed))
         synthesize(capture, options)
-        written += _merge(capture / "asz" / "provider-bodies", bodies)
+        written += _merge(capture / "asz" / "provider-bodies", bodies, append=INDEX_NAME)
         _merge(capture / "projects", claude / "projects")
         shutil.rmtree(capture)
         seed += 1
@@ -64,15 +63,20 @@ def build_backlog(claude: Path, work: Path, target_bytes: int, sessions: int, tu
     return written
 
 
-def _merge(source: Path, target: Path) -> int:
+def _merge(source: Path, target: Path, append: str = "") -> int:
     """Moves every file under ``source`` to the same place under ``target``; refuses to
-    overwrite (two seeds must never name the same file). Returns the bytes moved."""
+    overwrite (two seeds must never name the same file), except that a file named ``append``
+    is appended to. Returns the bytes moved."""
     moved = 0
     for directory, _dirs, files in os.walk(source):
         into = target / Path(directory).relative_to(source)
         into.mkdir(parents=True, exist_ok=True)
         for name in files:
             destination = into / name
+            if name == append:
+                with destination.open("ab") as out:
+                    out.write((Path(directory) / name).read_bytes())
+                continue
             if destination.exists():
                 sys.exit(f"two captures both wrote {destination}")
             moved += (Path(directory) / name).stat().st_size
@@ -208,6 +212,9 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=100_000)
     parser.add_argument("--sessions", type=int, default=4, help="sessions per seed")
     parser.add_argument("--turns", type=int, default=12)
+    parser.add_argument(
+        "--index", action="store_true", help="Claude Code >= 2.1.274: write index.jsonl too"
+    )
     parser.add_argument("--workdir", type=Path, help="kept afterwards (default: a temp dir)")
     parser.add_argument(
         "--measure", nargs=2, type=Path, metavar=("CLAUDE", "ROOT"), help=argparse.SUPPRESS
@@ -220,7 +227,8 @@ def main() -> None:
         work = args.workdir or Path(tmp)
         claude, root = work / "claude", work / "root"
         started = time.perf_counter()
-        written = build_backlog(claude, work, int(args.gigabytes * 1e9), args.sessions, args.turns)
+        template = SynthOptions(sessions=args.sessions, turns=args.turns, index=args.index)
+        written = build_backlog(claude, work, int(args.gigabytes * 1e9), template)
         print(
             f"built {written / 1e6:,.0f} MB of bodies in {time.perf_counter() - started:.0f} s",
             file=sys.stderr,
