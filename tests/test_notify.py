@@ -8,6 +8,7 @@ import shutil
 import signal
 import socket
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -79,6 +80,50 @@ def test_the_watchdog_interval_is_half_the_timeout_and_only_for_this_process(
 ) -> None:
     notifier = Notifier.from_environ({"NOTIFY_SOCKET": "/run/nowhere", **env})
     assert notifier.watchdog_interval == interval
+
+
+def test_a_receiver_that_stops_reading_never_blocks_a_send() -> None:
+    outcomes: list[str] = []
+    with notify_socket() as (_receiver, path):
+        notifier = Notifier(path)
+
+        def flood() -> None:
+            for _ in range(200):
+                try:
+                    notifier.status("x" * 1000)
+                    outcomes.append("sent")
+                except OSError:
+                    outcomes.append("dropped")
+
+        sender = threading.Thread(target=flood, daemon=True)
+        sender.start()
+        sender.join(timeout=30)
+        assert not sender.is_alive(), "a send blocked on a full queue"
+    assert "sent" in outcomes and "dropped" in outcomes
+
+
+def test_a_service_whose_manager_stops_reading_keeps_landing(tmp_path: Path) -> None:
+    claude = Claude(tmp_path / "claude")
+    claude.start_transcript(A)
+    claude.bodies.mkdir(parents=True)
+    with (
+        notify_socket() as (_receiver, path),
+        running_service(
+            tmp_path,
+            claude.path,
+            tmp_path / "root",
+            *FAST,
+            "--rescan-interval",
+            "600",
+            env={"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "100000"},
+        ) as svc,
+    ):
+        for number in range(20):
+            claude.body(f"r{number:03d}.request.json", request_body(A, f"{number}"))
+            svc.wait_for_metric("asz_bodies_landed_total", lambda value, n=number: value == n + 1)
+        assert svc.metric("asz_errors_total{kind=notify}") > 0
+        assert svc.get("/healthz")[0] == 200
+        assert svc.stop() == 0
 
 
 def test_a_send_to_a_socket_that_is_gone_raises_oserror(tmp_path: Path) -> None:

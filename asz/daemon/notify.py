@@ -46,15 +46,18 @@ class Notifier:
         return None if self._watchdog_usec is None else self._watchdog_usec / 2_000_000
 
     def send(self, *assignments: str) -> None:
-        """Sends ``KEY=value`` lines in one datagram.
+        """Sends ``KEY=value`` lines in one datagram, without ever waiting.
 
-        A manager that went away must not take the service down with it, so a failed send is
-        raised to the caller as OSError only when there was somewhere to send to.
+        The sender is the event loop, and a receiver that stopped reading fills its queue
+        (ten datagrams by default on Linux) after which a blocking send would hang the loop
+        for good. So the send does not block: a full queue, or a manager that went away,
+        raises OSError for the caller to count, and the message is dropped.
         """
         if self._address is None:
             return
         payload = "\n".join(assignments).encode()
-        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+            sock.setblocking(False)
             sock.sendto(payload, self._address)
 
     def ready(self, status: str) -> None:

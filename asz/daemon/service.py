@@ -86,6 +86,7 @@ class Service:
         self._known_errors: set[str] = set()
         self._known_conflicts: set[str] = set()
         self._stop_announced = False
+        self._last_status = ""
 
     async def run(self) -> int:
         try:
@@ -227,11 +228,13 @@ class Service:
                 f"conflicts={counts.conflicts}"
             )
         if self.health.ready:
-            self._notify(self.notifier.status, status)
+            if status != self._last_status:
+                self._notify(self.notifier.status, status)
         else:
             self.health.ready = True
             self.log.info("ready")
             self._notify(self.notifier.ready, status)
+        self._last_status = status
 
     def _log_pass(self, reason: str, counts: PassCounts) -> None:
         backlog = (counts.bodies_waiting, counts.bodies_unreadable)
