@@ -794,3 +794,25 @@ def test_a_session_whose_transcripts_were_pruned_is_judged_by_what_landed(env: E
     default = env.run()
     assert (default.bodies_landed, default.excluded, default.waiting) == (1, 1, 1)
     assert env.run(config=everything).bodies_landed == 1
+
+
+def test_a_waiting_body_is_judged_again_from_its_stored_keys_without_being_read(
+    env: Env,
+) -> None:
+    env.write("r1.request.json", request(A), BASE)
+    path = env.write("req_r.response.json", response("msg_old"), BASE + 1)
+    env.transcript(A)
+    assert (env.run().waiting, env.run().bodies_landed) == (1, 0)
+    path.write_bytes(response("msg_new"))
+    os.utime(path, ns=(int((BASE + 1) * 1e9),) * 2)
+    env.transcript(A, message_ids=("msg_old",))
+    judged = env.run()
+    assert (judged.bodies_landed, judged.waiting) == (0, 1), (
+        "claimed from the stored keys; the bytes read to land it are not the ones judged"
+    )
+    with load_ledger(env.root) as ledger:
+        assert ledger.get("req_r.response.json") is None, "so the next pass reads it afresh"
+    fresh = env.run()
+    assert (fresh.bodies_landed, fresh.waiting) == (0, 1)
+    with load_ledger(env.root) as ledger:
+        assert ledger.get("req_r.response.json").keys.message_id == "msg_new"
