@@ -651,6 +651,28 @@ def test_sigterm_in_a_burst_exits_0_and_leaves_a_root_that_verifies(
     assert verify(tmp_path, claude.path, root)["bodies"] == total
 
 
+def test_a_second_signal_abandons_the_pass_and_leaves_no_partial_landed_file(
+    tmp_path: Path, claude: Claude
+) -> None:
+    root = tmp_path / "root"
+    claude.start_transcript(A)
+    total = 3000
+    for number in range(total):
+        claude.body(f"r{number:05d}.request.json", request_body(A, f"{number}"))
+    with running_service(tmp_path, claude.path, root, *FAST, "--rescan-interval", "600") as svc:
+        svc.wait_for_log("lock_held")
+        time.sleep(0.3)  # into the first pass, which lands the whole backlog
+        svc.process.send_signal(signal.SIGTERM)
+        svc.wait_for_log("stopping")
+        svc.process.send_signal(signal.SIGTERM)
+        assert svc.process.wait(timeout=WAIT) in (0, -signal.SIGTERM)
+    landed_then = verify(tmp_path, claude.path, root)["bodies"]
+    rest = run_asz(tmp_path, claude.path, "collect", "--once", "--json", "--root", str(root))
+    assert rest.returncode == 0
+    assert orjson.loads(rest.stdout)["bodies_landed"] == total - landed_then
+    assert verify(tmp_path, claude.path, root)["bodies"] == total
+
+
 def test_a_second_service_on_the_same_root_waits_then_takes_over(
     tmp_path: Path, claude: Claude
 ) -> None:

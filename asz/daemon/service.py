@@ -118,12 +118,20 @@ class Service:
     # -- tasks --------------------------------------------------------------------------
 
     async def _stop_on_signal(self, scope: anyio.CancelScope) -> None:
+        """The first SIGTERM or SIGINT stops the service once the pass in flight is done.
+
+        A second one stops the process at once, abandoning that pass: every landed file is
+        published atomically, so that leaves no partial landed file, and the next pass lands
+        what was abandoned. Leaving the receiver gives SIGTERM its default action back;
+        SIGINT is given the same instead of Python's KeyboardInterrupt.
+        """
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for signum in signals:
                 self.log.info("stopping", signal=signal.Signals(signum).name)
-                self._announce_stop()
-                scope.cancel()
-                return
+                break
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        self._announce_stop()
+        scope.cancel()
 
     async def _heartbeat(self) -> None:
         """Ticks the health state, and pings systemd's watchdog at its interval.
