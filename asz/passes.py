@@ -7,15 +7,20 @@ the long-running service runs the same function, so the two can never disagree.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
 
-from asz.adapters.claude_code_local import collect_transcripts
-from asz.adapters.claude_code_provider import collect_bodies
+from asz.adapters.claude_code_local import LocalResult, collect_transcripts
+from asz.adapters.claude_code_provider import ProviderResult, collect_bodies
 from asz.adapters.session_filter import SessionJudge
 from asz.config import Config
 from asz.store.bodies import BodyStore
 from asz.store.root import Root
+
+WRITE_FAILED = (OSError, sqlite3.Error)
+"""What a write to the root raises when the disk is full or failing (the provider ledger is an
+SQLite database, which says so in its own words)."""
 
 
 @dataclass(slots=True)
@@ -56,7 +61,10 @@ def run_pass(config: Config, root: Root, store: BodyStore, now: float | None = N
     counts = PassCounts()
     sessions: set[str] = set()
     if config.adapters.claude_code_local.enabled:
-        local = collect_transcripts(config, root)
+        try:
+            local = collect_transcripts(config, root)
+        except WRITE_FAILED as err:
+            local = LocalResult(errors=[_stopped("landing transcripts", err)])
         sessions |= local.sessions
         counts.landed += local.files_landed
         counts.records += local.files_landed
@@ -70,7 +78,10 @@ def run_pass(config: Config, root: Root, store: BodyStore, now: float | None = N
     if config.adapters.claude_code_provider.enabled:
         # Judged after the transcripts landed, so sessions they just named can be judged.
         judge = SessionJudge(config, root)
-        provider = collect_bodies(config, root, store, judge, now=now)
+        try:
+            provider = collect_bodies(config, root, store, judge, now=now)
+        except WRITE_FAILED as err:
+            provider = ProviderResult(errors=[_stopped("landing bodies", err)])
         sessions |= provider.sessions
         counts.landed += provider.bodies_landed
         counts.records += provider.records
@@ -86,6 +97,12 @@ def run_pass(config: Config, root: Root, store: BodyStore, now: float | None = N
     counts.sessions = len(sessions)
     counts.seconds = round(time.monotonic() - started, 6)
     return counts
+
+
+def _stopped(part: str, err: Exception) -> str:
+    """A write to the root failed (a full or failing disk): what the part had not landed waits
+    for the next pass, which finds it from the landed files, and this pass says so."""
+    return f"{part} stopped part way: {err}"
 
 
 def pass_line(counts: PassCounts) -> str:

@@ -14,10 +14,12 @@ at a time and sometimes in two writes), in the order of their simulated times.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import random
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -29,12 +31,13 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from prometheus_client.parser import text_string_to_metric_families
 
 from asz.store.crashpoints import ENV as CRASH_ENV
 from asz.store.crashpoints import EXIT_CODE as CRASH_EXIT
 from asz.store.crashpoints import POINTS
 from asz.store.framing import LandedFileError, read_file
-from asz.store.ledger import State, decode_ledger, ledger_path
+from asz.store.ledger import Ledger, State, ledger_path, open_ledger
 from asz.store.reader import SessionReader
 from asz.store.root import Root
 from asz.store.transcripts import (
@@ -90,6 +93,8 @@ class Workspace:
     """A Claude Code directory, a storage root and a HOME under one temporary directory."""
 
     base: Path
+    elsewhere: Path | None = None
+    """A storage root that is not under ``base`` (on another filesystem, say)."""
 
     @property
     def claude(self) -> Path:
@@ -97,7 +102,7 @@ class Workspace:
 
     @property
     def root(self) -> Path:
-        return self.base / "root"
+        return self.elsewhere or self.base / "root"
 
     @property
     def bodies(self) -> Path:
@@ -231,6 +236,48 @@ def plan_writes(capture: Path, rng: random.Random, split: float = 0.25) -> list[
     return [write for _at, _n, write in sorted(writes, key=lambda item: item[:2])]
 
 
+def halves(writes: list[Write], capture: Capture) -> tuple[list[Write], list[Write]]:
+    """The writes split so that every session is half written, as when Claude Code sessions
+    run side by side; a line is never split between the halves."""
+    owners = _owners(writes, capture)
+    total = Counter(owners)
+    made: Counter[str] = Counter()
+    first: list[Write] = []
+    rest: list[Write] = []
+    torn: set[str] = set()
+    for write, owner in zip(writes, owners, strict=True):
+        made[owner] += 1
+        if made[owner] <= total[owner] // 2 or write.path in torn:
+            first.append(write)
+            torn.discard(write.path)
+            if not write.whole and not write.data.endswith(b"\n"):
+                torn.add(write.path)
+        else:
+            rest.append(write)
+    return first, rest
+
+
+def _owners(writes: list[Write], capture: Capture) -> list[str]:
+    """The session each write belongs to: a body's from the ground truth, an index line's from
+    the line, anything else's from its path."""
+    bodies = {body["file"]: body["session"] for body in capture.expected["bodies"]}
+    sessions = [session["id"] for session in capture.expected["sessions"]]
+    owners: list[str] = []
+    parts: list[int] = []
+    for n, write in enumerate(writes):
+        owner = bodies.get(write.path) or next((s for s in sessions if s in write.path), "")
+        owners.append(owner)
+        if write.path == INDEX:
+            parts.append(n)
+            if write.data.endswith(b"\n"):
+                line = b"".join(writes[i].data for i in parts)
+                named = orjson.loads(line).get("session_id", "")
+                for i in parts:
+                    owners[i] = named
+                parts = []
+    return owners
+
+
 def _line_time(line: bytes) -> int | None:
     try:
         stamp = orjson.loads(line).get("timestamp")
@@ -265,7 +312,7 @@ def check_root(ws: Workspace, capture: Capture, body_samples: int = 4) -> list[s
     problems += _check_bodies(ws, root, capture, body_samples)
     problems += _check_transcripts(ws, root, capture)
     problems += _check_index(ws, root)
-    problems += _check_ledger(ws, root, capture)
+    problems += _check_ledger(root, capture)
     problems += [f"a temporary file was left behind: {path}" for path in stale_temps(ws.root)]
     return problems
 
@@ -378,12 +425,17 @@ def _check_index(ws: Workspace, root: Root) -> list[str]:
     return problems
 
 
-def _check_ledger(ws: Workspace, root: Root, capture: Capture) -> list[str]:
+def _check_ledger(root: Root, capture: Capture) -> list[str]:
     """The ledger says landed exactly for the bodies landed, with the digest that landed."""
     try:
-        ledger = decode_ledger(ledger_path(root).read_bytes())
-    except (OSError, ValueError) as err:
+        ledger = open_ledger(ledger_path(root), readonly=True)
+    except (sqlite3.Error, ValueError) as err:
         return [f"the ledger does not read: {err}"]
+    with ledger:
+        return _ledger_problems(ledger, root, capture)
+
+
+def _ledger_problems(ledger: Ledger, root: Root, capture: Capture) -> list[str]:
     problems = []
     landed = {}
     for session in root.sessions():
@@ -505,6 +557,54 @@ def _crash_env(rng: random.Random, share: float) -> dict[str, str]:
 def _sleep_until(deadline: float, process: subprocess.Popen[bytes]) -> None:
     while time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.01)
+
+
+# -- the service, from outside ------------------------------------------------------------------
+
+
+def log_lines(log: Path) -> list[dict[str, Any]]:
+    """The JSON lines a service logged so far (anything else it wrote is left out)."""
+    lines = []
+    for raw in log.read_bytes().splitlines() if log.exists() else []:
+        with contextlib.suppress(orjson.JSONDecodeError):
+            value = orjson.loads(raw)
+            if isinstance(value, dict):
+                lines.append(value)
+    return lines
+
+
+def service_port(log: Path) -> int:
+    """The port a service logged it listens on, once it did."""
+    found: list[int] = []
+
+    def listening() -> bool:
+        found[:] = [line["port"] for line in log_lines(log) if line.get("event") == "listening"]
+        return bool(found)
+
+    wait_for(listening, what="the service to listen")
+    return found[-1]
+
+
+def http_get(port: int, path: str) -> tuple[int, bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def metrics(port: int) -> dict[str, float]:
+    """Every sample of ``/metrics``, keyed ``name{label=value,...}``."""
+    status, body = http_get(port, "/metrics")
+    assert status == 200
+    values: dict[str, float] = {}
+    for family in text_string_to_metric_families(body.decode()):
+        for sample in family.samples:
+            labels = ",".join(f"{key}={value}" for key, value in sorted(sample.labels.items()))
+            values[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
+    return values
 
 
 # -- small helpers ------------------------------------------------------------------------------
