@@ -15,7 +15,7 @@ from pathlib import Path
 
 from asz import __version__
 from asz.config import Config, ConfigError, load_config
-from asz.output import print_json
+from asz.output import log_to_stderr, print_json
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -117,6 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = _HANDLERS[args.command]
+    log_to_stderr()
     try:
         config = load_config(
             config_file=getattr(args, "config", None), root=getattr(args, "root", None)
