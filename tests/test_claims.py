@@ -32,7 +32,7 @@ def response(request_id: str | None, message_id: str | None) -> BodyKeys:
 
 
 def test_a_request_belongs_to_the_session_it_names_in_claude_codes_form() -> None:
-    claimer = Claimer(RequestBook(), {}, transcripts({}))
+    claimer = Claimer(RequestBook(), {}, transcripts({}), set)
     name = "f0.request.json"
     assert claimer.claim(name, "request", BodyKeys(session=A), T0) == Claim(A, By.REQUEST)
     assert claimer.claim(name, "request", BodyKeys(session=C), T0) == Claim(C, By.REQUEST)
@@ -43,7 +43,7 @@ def test_a_request_belongs_to_the_session_it_names_in_claude_codes_form() -> Non
 def test_the_index_is_authoritative_and_a_disputed_index_claim_waits() -> None:
     book = RequestBook()
     book.add(B, "req_1", T0)
-    claimer = Claimer(book, {"req_1.response.json": A, "x.request.json": ""}, transcripts({}))
+    claimer = Claimer(book, {"req_1.response.json": A, "x.request.json": ""}, transcripts({}), set)
     claimed = claimer.claim("req_1.response.json", "response", response("req_1", "msg_1"), T0)
     assert claimed == Claim(A, By.INDEX)
     named = claimer.claim("x.request.json", "request", BodyKeys(session=A), T0)
@@ -55,7 +55,7 @@ def test_a_response_is_claimed_by_the_one_session_whose_request_names_it() -> No
     book.add(A, "req_a1", T0)
     book.add(A, "req_a1", T0 + 5)
     holds = transcripts({B: {"msg_a1"}})
-    claimer = Claimer(book, {}, holds)
+    claimer = Claimer(book, {}, holds, set)
     claimed = claimer.claim("req_a1.response.json", "response", response("req_a1", "msg_a1"), T0)
     assert claimed == Claim(A, By.REQUEST)
     assert holds.asked == []
@@ -66,7 +66,7 @@ def test_two_sessions_naming_one_request_id_leave_the_response_waiting() -> None
     book.add(A, "req_x", T0)
     book.add(B, "req_x", T0)
     holds = transcripts({A: {"msg_x"}})
-    claimer = Claimer(book, {}, holds)
+    claimer = Claimer(book, {}, holds, set)
     claimed = claimer.claim("req_x.response.json", "response", response("req_x", "msg_x"), T0)
     assert claimed.session is None
     assert holds.asked == [], "several namers never fall back to the transcripts"
@@ -76,7 +76,7 @@ def test_a_response_no_request_names_is_claimed_by_the_transcript_holding_its_me
     book = RequestBook()
     book.add(A, None, T0)
     book.add(B, None, T0 + HOUR)
-    claimer = Claimer(book, {}, transcripts({A: {"msg_last"}}))
+    claimer = Claimer(book, {}, transcripts({A: {"msg_last"}}), set)
     claimed = claimer.claim(
         "req_last.response.json", "response", response("req_last", "msg_last"), T0 + 2 * HOUR
     )
@@ -86,7 +86,7 @@ def test_a_response_no_request_names_is_claimed_by_the_transcript_holding_its_me
 def test_a_uuid_named_response_goes_straight_to_the_transcripts() -> None:
     book = RequestBook()
     book.add(A, None, T0)
-    claimer = Claimer(book, {}, transcripts({A: {"msg_u"}}))
+    claimer = Claimer(book, {}, transcripts({A: {"msg_u"}}), set)
     keys = response(None, "msg_u")
     assert claimer.claim(f"{B}.response.json", "response", keys, T0) == Claim(A, By.TRANSCRIPT)
 
@@ -95,7 +95,7 @@ def test_two_transcripts_holding_the_message_leave_the_response_waiting() -> Non
     book = RequestBook()
     book.add(A, None, T0)
     book.add(B, None, T0)
-    claimer = Claimer(book, {}, transcripts({A: {"msg_1"}, B: {"msg_1"}}))
+    claimer = Claimer(book, {}, transcripts({A: {"msg_1"}, B: {"msg_1"}}), set)
     assert claimer.claim("r.response.json", "response", response("r", "msg_1"), T0).session is None
 
 
@@ -103,7 +103,7 @@ def test_a_session_whose_requests_are_25_hours_away_is_not_searched() -> None:
     book = RequestBook()
     book.add(A, None, T0)
     holds = transcripts({A: {"msg_1"}})
-    claimer = Claimer(book, {}, holds)
+    claimer = Claimer(book, {}, holds, set)
     far = T0 + 25 * HOUR
     assert claimer.claim("r.response.json", "response", response("r", "msg_1"), far).session is None
     assert holds.asked == []
@@ -114,7 +114,7 @@ def test_a_session_whose_requests_are_25_hours_away_is_not_searched() -> None:
 def test_a_response_without_a_message_id_that_nobody_names_waits() -> None:
     book = RequestBook()
     book.add(A, "req_other", T0)
-    claimer = Claimer(book, {}, transcripts({A: {"msg"}}))
+    claimer = Claimer(book, {}, transcripts({A: {"msg"}}), set)
     assert claimer.claim("r.response.json", "response", response("r", None), T0).session is None
 
 
@@ -161,10 +161,29 @@ def test_each_sessions_transcripts_are_read_once_however_many_responses_are_sear
     book.add(A, None, T0)
     book.add(B, None, T0 + HOUR)
     calls_of = transcripts({A: {"msg_1", "msg_2"}, B: {"msg_3"}})
-    claimer = Claimer(book, {}, calls_of)
+    claimer = Claimer(book, {}, calls_of, set)
     found = [
         claimer.claim(f"r{n}.response.json", "response", response(f"r{n}", f"msg_{n}"), T0)
         for n in (1, 2, 3, 4)
     ]
     assert [claim.session for claim in found] == [A, A, B, None]
     assert sorted(calls_of.asked) == [A, B]
+
+
+def test_an_unclaimed_response_is_searched_again_only_when_something_near_it_changed() -> None:
+    book = RequestBook()
+    book.add(A, None, T0)
+    book.add(B, None, T0 + 30 * HOUR)
+    keys = response("r", "msg_1")
+    for changed, asked, session in [
+        (set(), [], None),
+        ({B}, [], None),
+        ({A}, [A], A),
+    ]:
+        calls_of = transcripts({A: {"msg_1"}})
+        claimer = Claimer(book, {}, calls_of, lambda changed=changed: changed)
+        again = claimer.claim("r.response.json", "response", keys, T0, searched_before=True)
+        assert (again.session, calls_of.asked) == (session, asked)
+    calls_of = transcripts({A: {"msg_1"}})
+    fresh = Claimer(book, {}, calls_of, set).claim("r.response.json", "response", keys, T0)
+    assert (fresh.session, calls_of.asked) == (A, [A])

@@ -247,3 +247,19 @@ def test_a_damaged_landed_file_is_named_and_the_other_sessions_still_count(
     with rebuild_ledger(root) as ledger:
         assert [item.name for item in ledger] == ["b1.request.json"]
         assert len(ledger.problems) == 1 and damaged.path.name in ledger.problems[0]
+
+
+def test_facts_marks_are_kept_and_only_changed_ones_written(tmp_path: Path) -> None:
+    root = Root(tmp_path / "root")
+    with load_ledger(root) as ledger:
+        assert ledger.facts_marks() == {}
+        ledger.set_facts_mark(A, "1:2:3", 10)
+        assert ledger.dirty and ledger.save()
+    with load_ledger(root) as again:
+        assert again.facts_marks() == {A: ("1:2:3", 10)}
+        again.set_facts_mark(A, "1:2:3", 10)
+        assert not again.dirty
+        again.set_facts_mark(B, "", 11)
+        assert again.save()
+    with load_ledger(root) as third:
+        assert third.facts_marks() == {A: ("1:2:3", 10), B: ("", 11)}

@@ -816,3 +816,31 @@ def test_a_waiting_body_is_judged_again_from_its_stored_keys_without_being_read(
     assert (fresh.bodies_landed, fresh.waiting) == (0, 1)
     with load_ledger(env.root) as ledger:
         assert ledger.get("req_r.response.json").keys.message_id == "msg_new"
+
+
+def test_an_unclaimed_response_is_searched_again_when_a_request_arrives_near_it(
+    env: Env,
+) -> None:
+    env.write("a1.request.json", request(A), BASE)
+    env.write("req_b.response.json", response("msg_b"), BASE + 30 * HOUR)
+    env.transcript(A)
+    env.transcript(B, message_ids=("msg_b",), project="-home-u-other")
+    later = BASE + 31 * HOUR
+    for _ in range(2):
+        assert env.run(now=later).waiting == 1, "no request of B near it: B is not searched"
+    env.write("b1.request.json", request(B), BASE + 29 * HOUR)
+    claimed = env.run(now=later)
+    assert (claimed.bodies_landed, claimed.waiting) == (1 + 1, 0)
+    assert env.body(B, "req_b.response") == response("msg_b")
+
+
+def test_an_unclaimed_response_is_searched_again_when_its_transcripts_land_later(
+    env: Env,
+) -> None:
+    env.write("a1.request.json", request(A), BASE)
+    env.write("req_late.response.json", response("msg_late"), BASE + 5)
+    env.transcript(A)
+    for _ in range(3):
+        assert env.run().waiting == 1
+    env.transcript(A, message_ids=("msg_late",))
+    assert env.run().bodies_landed == 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from asz.bodykeys import BodyKeys, is_session_id
@@ -75,6 +76,10 @@ class RequestBook:
                 times.setdefault(session, []).append(mtime_ns)
         self._buckets = None
 
+    def sessions(self) -> set[str]:
+        """Every session some request names."""
+        return set(self._times) | self._undated
+
     def naming(self, request_id: str) -> frozenset[str]:
         """The sessions having a request that names ``request_id`` as its previous call."""
         return frozenset(self._named_by.get(request_id, ()))
@@ -117,20 +122,33 @@ class Claimer:
 
     The transcripts of a session are asked for at most once, the first time the session is
     near a response searched for, and their message ids go into one reverse index, so a
-    search is a set intersection rather than a question per session.
+    search is a set intersection rather than a question per session. A response that no
+    transcript claimed on an earlier pass is searched again only when a session near it is
+    among ``changed()`` (its transcripts or its requests are new since), since otherwise the
+    search would find what it found before.
     """
 
     def __init__(
-        self, book: RequestBook, index_claims: Mapping[str, str], calls_of: CallsOf
+        self,
+        book: RequestBook,
+        index_claims: Mapping[str, str],
+        calls_of: CallsOf,
+        changed: Callable[[], AbstractSet[str]],
     ) -> None:
         self._book = book
         self._index = index_claims
         self._calls_of = calls_of
+        self._changed = changed
         self._searched: set[str] = set()
         self._holders: dict[str, set[str]] = {}
 
-    def claim(self, name: str, role: str, keys: BodyKeys, mtime_ns: int) -> Claim:
-        """The session of the body in file ``name``, and the rule that found it."""
+    def claim(
+        self, name: str, role: str, keys: BodyKeys, mtime_ns: int, searched_before: bool = False
+    ) -> Claim:
+        """The session of the body in file ``name``, and the rule that found it.
+
+        ``searched_before``: the transcripts were searched for this body on an earlier pass,
+        and claimed it for no session."""
         if name in self._index:
             session = self._index[name]
             return Claim(session, By.INDEX) if is_session_id(session) else UNCLAIMED
@@ -144,7 +162,11 @@ class Claimer:
             if naming:
                 return UNCLAIMED
         if keys.message_id:
-            holders = self._holding(keys.message_id, self._book.sessions_near(mtime_ns))
+            near = self._book.sessions_near(mtime_ns)
+            changed = self._changed()
+            if searched_before and near.isdisjoint(changed):
+                return UNCLAIMED
+            holders = self._holding(keys.message_id, near)
             if len(holders) == 1:
                 return Claim(next(iter(holders)), By.TRANSCRIPT)
         return UNCLAIMED

@@ -54,13 +54,15 @@ from asz.store.ledger import (
     open_ledger,
 )
 from asz.store.root import Root
-from asz.store.session_facts import load_facts
+from asz.store.session_facts import facts_path, load_facts
 
 LAND_BYTES = 64 * 1024 * 1024
 """Source bytes handed to the store in one call; a session with more lands in several calls,
 so memory stays bounded whatever the backlog."""
 KEEP_BYTES = 64 * 1024 * 1024
 """Bodies read while judging that are kept for landing instead of being read a second time."""
+SEARCH_AGAIN_NS = 24 * 3600 * 1_000_000_000
+"""How long an unclaimed response goes without its transcripts searched again, at most."""
 
 
 @dataclass(slots=True)
@@ -90,6 +92,8 @@ class _Candidate:
     mtime_ns: int
     sha256: str
     keys: BodyKeys
+    searched_before: bool = False
+    """Judged again from the ledger, where an earlier pass left it claimed by no session."""
 
     @property
     def record_id(self) -> str:
@@ -156,6 +160,7 @@ class _Pass:
         self.kept: dict[str, bytes] = {}
         self.kept_bytes = 0
         self._has_bodies: dict[str, bool] = {}
+        self._changed_sessions: set[str] | None = None
 
     # What is known about sessions, asked at most once per pass (the judge keeps its own).
 
@@ -213,7 +218,13 @@ class _Pass:
         else:
             self.candidates.append(
                 _Candidate(
-                    entry.name, entry.role, entry.size, entry.mtime_ns, entry.sha256, entry.keys
+                    entry.name,
+                    entry.role,
+                    entry.size,
+                    entry.mtime_ns,
+                    entry.sha256,
+                    entry.keys,
+                    searched_before=entry.state is State.WAITING and not entry.session,
                 )
             )
         return True
@@ -296,12 +307,17 @@ class _Pass:
     def claim_and_land(self) -> None:
         if not self.candidates:
             return
-        claimer = Claimer(self._request_book(), self.index_claims, self.calls_of)
+        book = self._request_book()
+        claimer = Claimer(book, self.index_claims, self.calls_of, lambda: self._changed(book))
         batches: dict[str, list[_Candidate]] = {}
         result = self.result
         for candidate in self.candidates:
             claim = claimer.claim(
-                candidate.name, candidate.role, candidate.keys, candidate.mtime_ns
+                candidate.name,
+                candidate.role,
+                candidate.keys,
+                candidate.mtime_ns,
+                candidate.searched_before,
             )
             session = claim.session or ""
             verdict = self.judge.judge(session) if session else Verdict.WAIT
@@ -317,6 +333,27 @@ class _Pass:
                 result.waiting += 1
         for session in sorted(batches):
             self._land(session, sorted(batches[session], key=lambda c: (c.mtime_ns, c.name)))
+
+    def _changed(self, book: RequestBook) -> set[str]:
+        """Sessions a response claimed by none on an earlier pass must be searched near again:
+        those with a request read this pass, and those whose transcript facts changed since
+        they were last searched (or were searched longer than ``SEARCH_AGAIN_NS`` ago, so that
+        facts a crash left unsaved are found in the end)."""
+        if self._changed_sessions is None:
+            changed = {
+                candidate.keys.session
+                for candidate in self.candidates
+                if candidate.role == "request" and candidate.keys.session
+            }
+            marks = self.ledger.facts_marks()
+            for session in book.sessions():
+                mark = _facts_mark(self.root, session)
+                known = marks.get(session)
+                if known is None or known[0] != mark or self.now_ns - known[1] > SEARCH_AGAIN_NS:
+                    changed.add(session)
+                    self.ledger.set_facts_mark(session, mark, self.now_ns)
+            self._changed_sessions = changed
+        return self._changed_sessions
 
     def _request_book(self) -> RequestBook:
         """Every request known: landed or judged before (from the ledger), or read this pass."""
@@ -403,6 +440,15 @@ class _Pass:
             self.result.waiting += 1
             return None
         return body
+
+
+def _facts_mark(root: Root, session: str) -> str:
+    """What changes whenever the session's transcript facts are saved again."""
+    try:
+        info = facts_path(root, session).stat()
+    except FileNotFoundError:
+        return ""
+    return f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
 
 
 def describe_sources(config: Config) -> dict:

@@ -74,6 +74,8 @@ _SCHEMA = (
     " key_model TEXT, key_session TEXT, key_prompt TEXT, key_prev_request TEXT,"
     " key_message_id TEXT, key_request_id TEXT"
     ") WITHOUT ROWID",
+    "CREATE TABLE facts_marks (session TEXT PRIMARY KEY, mark TEXT NOT NULL,"
+    " taken_ns INTEGER NOT NULL) WITHOUT ROWID",
 )
 _SELECT = (
     "SELECT name, size, mtime_ns, sha256, state, session, key_model, key_session, key_prompt,"
@@ -144,12 +146,14 @@ class Ledger:
             for row in db.execute("SELECT name, size, mtime_ns, state, session FROM entries")
         }
         self._changes: dict[str, LedgerEntry | None] = {}
+        self._marks: dict[str, tuple[str, int]] | None = None
+        self._new_marks: dict[str, tuple[str, int]] = {}
         self.rebuilt = False
         self.problems: list[str] = []
 
     @property
     def dirty(self) -> bool:
-        return bool(self._changes)
+        return bool(self._changes or self._new_marks)
 
     def __len__(self) -> int:
         return len(self._seen)
@@ -228,11 +232,33 @@ class Ledger:
             if entry is not None and entry.role == "request":
                 yield entry.name, entry.keys.session, entry.keys.prev_request, entry.mtime_ns
 
+    def facts_marks(self) -> dict[str, tuple[str, int]]:
+        """Per session, the mark of its transcript facts when responses were last searched
+        for in them, and when (ns): what lets an unclaimed response skip a search that would
+        find what it found before."""
+        if self._marks is None:
+            self._marks = {
+                session: (mark, taken_ns)
+                for session, mark, taken_ns in self._db.execute(
+                    "SELECT session, mark, taken_ns FROM facts_marks"
+                )
+            }
+            self._marks.update(self._new_marks)
+        return self._marks
+
+    def set_facts_mark(self, session: str, mark: str, taken_ns: int) -> None:
+        if self.facts_marks().get(session) != (mark, taken_ns):
+            self._marks[session] = self._new_marks[session] = (mark, taken_ns)
+
     def save(self) -> bool:
         """Writes the entries that changed, in one transaction; says whether it wrote."""
-        if not self._changes:
+        if not self.dirty:
             return False
         with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO facts_marks VALUES (?, ?, ?)",
+                [(session, *mark) for session, mark in self._new_marks.items()],
+            )
             self._db.executemany(
                 "DELETE FROM entries WHERE name = ?",
                 [(name,) for name, entry in self._changes.items() if entry is None],
@@ -241,6 +267,7 @@ class Ledger:
                 _UPSERT, [entry.as_row() for entry in self._changes.values() if entry is not None]
             )
         self._changes.clear()
+        self._new_marks.clear()
         return True
 
 
@@ -259,6 +286,7 @@ def open_ledger(path: Path, readonly: bool = False) -> Ledger:
         found = db.execute("SELECT format FROM ledger_format").fetchall()
         if found != [(FORMAT,)]:
             raise ValueError(f"not a ledger in the {FORMAT} format")
+        db.execute("SELECT session, mark, taken_ns FROM facts_marks LIMIT 0")
         return Ledger(db)
     except BaseException:
         db.close()
