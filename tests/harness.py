@@ -76,7 +76,8 @@ def asz_command() -> list[str]:
 
 
 def child_env(home: Path, claude: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """A clean environment: a private HOME, the Claude Code directory, nothing inherited."""
+    """A clean environment: a private HOME, the Claude Code directory, and of this process's
+    own only ``PATH`` and ``PYTHONPATH`` (so a run can point at another copy of the code)."""
     home.mkdir(parents=True, exist_ok=True)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -84,6 +85,8 @@ def child_env(home: Path, claude: Path, extra: dict[str, str] | None = None) -> 
         "LANG": "C.UTF-8",
         "CLAUDE_CONFIG_DIR": str(claude),
     }
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     env.update(extra or {})
     return env
 
