@@ -243,7 +243,7 @@ def main() -> None:
                 str(claude),
                 str(root),
             ],
-            capture_output=True,
+            stdout=subprocess.PIPE,
             check=True,
         )
         report(orjson.loads(child.stdout))

@@ -100,12 +100,12 @@ def test_a_ledger_reads_back_exactly_what_was_written(entries: list[LedgerEntry]
                     item.state.value,
                     item.session,
                 )
-            requests = sorted(
-                (item.name, item.keys.session, item.keys.prev_request, item.mtime_ns)
-                for item in entries
+            requests = [
+                (item.keys.session, item.keys.prev_request, item.mtime_ns)
+                for item in sorted(entries, key=lambda item: item.name)
                 if item.role == "request"
-            )
-            assert sorted(again.requests()) == requests
+            ]
+            assert list(again.requests()) == requests
 
 
 @pytest.mark.parametrize(
@@ -201,10 +201,7 @@ def test_an_entry_answers_only_for_the_exact_stat_it_was_judged_at(tmp_path: Pat
         assert fresh.judged_at("a.request.json", 10, 21) is None
         assert fresh.judged_at("a.request.json", 11, 20) is None
         assert fresh.judged_at("d.request.json", 10, 20) is None
-        assert sorted(fresh.requests()) == [
-            ("a.request.json", None, None, 20),
-            ("b.request.json", B, None, 6),
-        ]
+        assert list(fresh.requests()) == [(None, None, 20), (B, None, 6)]
 
 
 def test_a_lost_ledger_is_rebuilt_from_the_landed_manifests(tmp_path: Path) -> None:
@@ -263,3 +260,19 @@ def test_facts_marks_are_kept_and_only_changed_ones_written(tmp_path: Path) -> N
         assert again.save()
     with load_ledger(root) as third:
         assert third.facts_marks() == {A: ("1:2:3", 10), B: ("", 11)}
+
+
+def test_changes_not_saved_are_forgotten(tmp_path: Path) -> None:
+    root = Root(tmp_path / "root")
+    with load_ledger(root) as ledger:
+        ledger.put(entry("kept.request.json"))
+        ledger.save()
+    with load_ledger(root) as ledger:
+        ledger.put(entry("lost.request.json"))
+        ledger.drop("kept.request.json")
+        ledger.set_facts_mark(A, "m", 1)
+        assert ledger.get("lost.request.json") == entry("lost.request.json")
+        assert ledger.get("kept.request.json") is None
+    with load_ledger(root) as again:
+        assert [item.name for item in again] == ["kept.request.json"]
+        assert again.facts_marks() == {}

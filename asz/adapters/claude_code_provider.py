@@ -38,7 +38,7 @@ from asz.adapters.provider_source import (
     read_body,
 )
 from asz.adapters.session_filter import SessionJudge, Verdict
-from asz.bodykeys import BodyKeys, is_session_id, read_keys
+from asz.bodykeys import is_session_id, read_keys
 from asz.config import Config
 from asz.store.bodies import BodyStore, IncomingBody, ReadBackError
 from asz.store.codec import CodecError
@@ -80,29 +80,6 @@ class ProviderResult:
     excluded: int = 0
     conflicts: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class _Candidate:
-    """A body to claim this pass, at the stat and digest it was judged with."""
-
-    name: str
-    role: str
-    size: int
-    mtime_ns: int
-    sha256: str
-    keys: BodyKeys
-    searched_before: bool = False
-    """Judged again from the ledger, where an earlier pass left it claimed by no session."""
-
-    @property
-    def record_id(self) -> str:
-        return self.name[: -len(".json")]
-
-    def entry(self, state: State, session: str = "") -> LedgerEntry:
-        return LedgerEntry(
-            self.name, self.size, self.mtime_ns, self.sha256, state, session, self.keys
-        )
 
 
 def collect_bodies(
@@ -156,7 +133,11 @@ class _Pass:
         self.settle_ns = int(config.service.unreadable_after * 1_000_000_000)
         self.ledger = ledger
         self.index_claims: dict[str, str] = {}
-        self.candidates: list[_Candidate] = []
+        self.candidates: list[str] = []
+        """Files to claim this pass; the ledger holds what was judged of each."""
+        self.searched_before: set[str] = set()
+        self.fresh_sessions: set[str] = set()
+        """Sessions named by a request read this pass."""
         self.kept: dict[str, bytes] = {}
         self.kept_bytes = 0
         self._has_bodies: dict[str, bool] = {}
@@ -207,26 +188,12 @@ class _Pass:
             return self.has_bodies(session)
         if state == State.UNREADABLE:
             self.result.unreadable += 1
-            return True
-        if state == State.TOO_LARGE:
-            return True
-        entry = self.ledger.get(name)
-        if entry is None:
-            return False
-        if entry.state in CONFLICTING:
-            self._conflict(entry)
-        else:
-            self.candidates.append(
-                _Candidate(
-                    entry.name,
-                    entry.role,
-                    entry.size,
-                    entry.mtime_ns,
-                    entry.sha256,
-                    entry.keys,
-                    searched_before=entry.state is State.WAITING and not entry.session,
-                )
-            )
+        elif state in CONFLICTING:
+            self._conflict(name, state, session)
+        elif state in (State.WAITING, State.EXCLUDED):
+            self.candidates.append(name)
+            if state == State.WAITING and not session:
+                self.searched_before.add(name)
         return True
 
     def _read(self, source: SourceFile, entry: LedgerEntry | None) -> None:
@@ -259,9 +226,13 @@ class _Pass:
                 self.result.unreadable += 1
             return
         keys = read_keys(source.role, source.stem, data)
-        self.candidates.append(
-            _Candidate(source.name, source.role, len(data), mtime_ns, sha256, keys)
+        # Recorded as waiting until its claim is decided below in this pass.
+        self.ledger.put(
+            LedgerEntry(source.name, len(data), mtime_ns, sha256, State.WAITING, "", keys)
         )
+        self.candidates.append(source.name)
+        if source.role == "request" and keys.session:
+            self.fresh_sessions.add(keys.session)
         if self.kept_bytes + len(data) <= KEEP_BYTES:
             self.kept[source.name] = data
             self.kept_bytes += len(data)
@@ -276,21 +247,20 @@ class _Pass:
         state = entry.state
         if landed:
             state = State.LANDED if sha256 == entry.sha256 else State.CHANGED
-        updated = replace(entry, size=size, mtime_ns=mtime_ns, state=state)
-        self.ledger.put(updated)
+        self.ledger.put(replace(entry, size=size, mtime_ns=mtime_ns, state=state))
         if state in CONFLICTING:
-            self._conflict(updated)
+            self._conflict(entry.name, state, entry.session)
         return True
 
-    def _conflict(self, entry: LedgerEntry) -> None:
-        if entry.state is State.CHANGED:
+    def _conflict(self, name: str, state: str, session: str) -> None:
+        if state == State.CHANGED:
             why = (
-                f"changed after it landed in session {entry.session}; nothing more lands from "
-                "it until its landed bytes are back"
+                f"changed after it landed in session {session}; nothing more lands from it "
+                "until its landed bytes are back"
             )
         else:
-            why = f"session {entry.session} already holds this body with other bytes"
-        self.result.conflicts.append(f"{entry.name}: {why}")
+            why = f"session {session} already holds this body with other bytes"
+        self.result.conflicts.append(f"{name}: {why}")
 
     def _prune(self, present: set[str]) -> None:
         """Forgets files that are gone, except what is still landed: a landed request keeps
@@ -307,32 +277,32 @@ class _Pass:
     def claim_and_land(self) -> None:
         if not self.candidates:
             return
-        book = self._request_book()
+        book = RequestBook()
+        book.add_all(self.ledger.requests())
         claimer = Claimer(book, self.index_claims, self.calls_of, lambda: self._changed(book))
-        batches: dict[str, list[_Candidate]] = {}
+        batches: dict[str, list[tuple[int, str, int]]] = {}
         result = self.result
-        for candidate in self.candidates:
+        for name in self.candidates:
+            entry = self.ledger.get(name)
+            if entry is None:
+                continue
             claim = claimer.claim(
-                candidate.name,
-                candidate.role,
-                candidate.keys,
-                candidate.mtime_ns,
-                candidate.searched_before,
+                name, entry.role, entry.keys, entry.mtime_ns, name in self.searched_before
             )
             session = claim.session or ""
             verdict = self.judge.judge(session) if session else Verdict.WAIT
             if verdict is Verdict.COLLECT:
-                batches.setdefault(session, []).append(candidate)
+                batches.setdefault(session, []).append((entry.mtime_ns, name, entry.size))
                 continue
-            self.kept.pop(candidate.name, None)
+            self.kept.pop(name, None)
             if verdict is Verdict.EXCLUDE:
-                self.ledger.put(candidate.entry(State.EXCLUDED, session))
+                self.ledger.put(replace(entry, state=State.EXCLUDED, session=session))
                 result.excluded += 1
             else:
-                self.ledger.put(candidate.entry(State.WAITING, session))
+                self.ledger.put(replace(entry, state=State.WAITING, session=session))
                 result.waiting += 1
         for session in sorted(batches):
-            self._land(session, sorted(batches[session], key=lambda c: (c.mtime_ns, c.name)))
+            self._land(session, sorted(batches[session]))
 
     def _changed(self, book: RequestBook) -> set[str]:
         """Sessions a response claimed by none on an earlier pass must be searched near again:
@@ -340,11 +310,7 @@ class _Pass:
         they were last searched (or were searched longer than ``SEARCH_AGAIN_NS`` ago, so that
         facts a crash left unsaved are found in the end)."""
         if self._changed_sessions is None:
-            changed = {
-                candidate.keys.session
-                for candidate in self.candidates
-                if candidate.role == "request" and candidate.keys.session
-            }
+            changed = set(self.fresh_sessions)
             marks = self.ledger.facts_marks()
             for session in book.sessions():
                 mark = _facts_mark(self.root, session)
@@ -355,51 +321,31 @@ class _Pass:
             self._changed_sessions = changed
         return self._changed_sessions
 
-    def _request_book(self) -> RequestBook:
-        """Every request known: landed or judged before (from the ledger), or read this pass."""
-        book = RequestBook()
-        judged_now = {candidate.name: candidate for candidate in self.candidates}
-        book.add_all(
-            (session, prev_request, mtime_ns)
-            for name, session, prev_request, mtime_ns in self.ledger.requests()
-            if name not in judged_now
-        )
-        book.add_all(
-            (candidate.keys.session, candidate.keys.prev_request, candidate.mtime_ns)
-            for candidate in judged_now.values()
-            if candidate.role == "request"
-        )
-        return book
-
-    def _land(self, session: str, candidates: list[_Candidate]) -> None:
-        """Lands a session's bodies oldest first, at most ``LAND_BYTES`` of them per call."""
-        chunk: list[_Candidate] = []
+    def _land(self, session: str, files: list[tuple[int, str, int]]) -> None:
+        """Lands a session's bodies oldest first (``(mtime_ns, name, size)``), at most
+        ``LAND_BYTES`` of them per call."""
+        chunk: list[str] = []
         size = 0
-        for candidate in candidates:
-            if chunk and size + candidate.size > LAND_BYTES:
+        for _mtime_ns, name, body_size in files:
+            if chunk and size + body_size > LAND_BYTES:
                 self._land_chunk(session, chunk)
                 chunk, size = [], 0
-            chunk.append(candidate)
-            size += candidate.size
+            chunk.append(name)
+            size += body_size
         self._land_chunk(session, chunk)
 
-    def _land_chunk(self, session: str, chunk: list[_Candidate]) -> None:
+    def _land_chunk(self, session: str, names: list[str]) -> None:
         incoming: list[IncomingBody] = []
-        by_id: dict[str, _Candidate] = {}
-        for candidate in chunk:
-            body = self._body(candidate)
-            if body is None:
+        entries: dict[str, LedgerEntry] = {}
+        for name in names:
+            entry = self.ledger.get(name)
+            body = self._body(entry) if entry is not None else None
+            if entry is None or body is None:
                 continue
-            by_id[candidate.record_id] = candidate
+            record_id = name[: -len(".json")]
+            entries[record_id] = entry
             incoming.append(
-                IncomingBody(
-                    candidate.record_id,
-                    candidate.role,
-                    candidate.name,
-                    body,
-                    candidate.keys,
-                    candidate.mtime_ns,
-                )
+                IncomingBody(record_id, entry.role, name, body, entry.keys, entry.mtime_ns)
             )
         if not incoming:
             return
@@ -408,13 +354,14 @@ class _Pass:
             outcome = self.store.land(session, incoming, self.budget)
         except (OSError, CodecError, ReadBackError, LandedFileError) as err:
             result.errors.append(f"session {session}: {len(incoming)} bodies not landed: {err}")
+            for entry in entries.values():
+                self.ledger.drop(entry.name)
             return
         for record_id in (*outcome.landed, *outcome.repeats):
-            self.ledger.put(by_id[record_id].entry(State.LANDED, session))
+            self.ledger.put(replace(entries[record_id], state=State.LANDED, session=session))
         for record_id, why in outcome.conflicts:
-            entry = by_id[record_id].entry(State.CONFLICT, session)
-            self.ledger.put(entry)
-            result.conflicts.append(f"{entry.name}: {why}")
+            self.ledger.put(replace(entries[record_id], state=State.CONFLICT, session=session))
+            result.conflicts.append(f"{entries[record_id].name}: {why}")
         result.errors += [error for error in outcome.errors if error not in result.errors]
         result.bodies_landed += len(outcome.landed)
         result.records += outcome.records
@@ -425,18 +372,18 @@ class _Pass:
             result.sessions.add(session)
             self._has_bodies[session] = True
 
-    def _body(self, candidate: _Candidate) -> bytes | None:
-        """The candidate's bytes, as judged: kept from the first read, or read again and
-        checked against its digest (a file that changed meanwhile is judged again next pass)."""
-        kept = self.kept.pop(candidate.name, None)
+    def _body(self, entry: LedgerEntry) -> bytes | None:
+        """The file's bytes, as judged: kept from the first read, or read again and checked
+        against the digest judged (a file that changed meanwhile is judged again next pass)."""
+        kept = self.kept.pop(entry.name, None)
         if kept is not None:
             return kept
         try:
-            body = read_body(self.directory, candidate.name).data
+            body = read_body(self.directory, entry.name).data
         except (NotReadable, TooLarge):
             body = None
-        if body is None or hashlib.sha256(body).hexdigest() != candidate.sha256:
-            self.ledger.drop(candidate.name)
+        if body is None or hashlib.sha256(body).hexdigest() != entry.sha256:
+            self.ledger.drop(entry.name)
             self.result.waiting += 1
             return None
         return body

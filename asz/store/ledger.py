@@ -82,7 +82,7 @@ _SELECT = (
     " key_prev_request, key_message_id, key_request_id FROM entries WHERE name = ?"
 )
 _UPSERT = "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-_REQUESTS = "SELECT name, key_session, key_prev_request, mtime_ns FROM entries WHERE name LIKE ?"
+_REQUESTS = "SELECT key_session, key_prev_request, mtime_ns FROM entries WHERE name LIKE ?"
 
 
 @dataclass(slots=True)
@@ -136,24 +136,22 @@ class Ledger:
     """Entries by source file name, over one open database.
 
     What every pass compares (size, time, state, session) is read once when the ledger opens;
-    an entry's digest and keys are read when asked for. Changes are kept until ``save``.
+    an entry's digest and keys are read when asked for. Changes go straight into one open
+    transaction, so a pass over any backlog holds no more than that per file in memory;
+    ``save`` commits them, and closing without saving forgets them.
     """
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, readonly: bool = False) -> None:
         self._db = db
+        self._readonly = readonly
         self._seen: dict[str, tuple] = {
             row[0]: row
             for row in db.execute("SELECT name, size, mtime_ns, state, session FROM entries")
         }
-        self._changes: dict[str, LedgerEntry | None] = {}
         self._marks: dict[str, tuple[str, int]] | None = None
-        self._new_marks: dict[str, tuple[str, int]] = {}
+        self.dirty = False
         self.rebuilt = False
         self.problems: list[str] = []
-
-    @property
-    def dirty(self) -> bool:
-        return bool(self._changes or self._new_marks)
 
     def __len__(self) -> int:
         return len(self._seen)
@@ -171,6 +169,7 @@ class Ledger:
         self.close()
 
     def close(self) -> None:
+        """Closes the database; changes not saved are rolled back."""
         self._db.close()
 
     def names(self) -> set[str]:
@@ -185,8 +184,6 @@ class Ledger:
         return row[3], row[4]
 
     def get(self, name: str) -> LedgerEntry | None:
-        if name in self._changes:
-            return self._changes[name]
         if name not in self._seen:
             return None
         row = self._db.execute(_SELECT, (name,)).fetchone()
@@ -199,7 +196,7 @@ class Ledger:
 
     def put(self, entry: LedgerEntry) -> None:
         if self.get(entry.name) != entry:
-            self._changes[entry.name] = entry
+            self._write(_UPSERT, entry.as_row())
             self._seen[entry.name] = (
                 entry.name,
                 entry.size,
@@ -211,26 +208,18 @@ class Ledger:
     def drop(self, name: str) -> None:
         if name in self._seen:
             del self._seen[name]
-            self._changes[name] = None
+            self._write("DELETE FROM entries WHERE name = ?", (name,))
 
-    def requests(self) -> Iterator[tuple[str, str | None, str | None, int]]:
-        """``(name, session, prev_request, mtime_ns)`` of every request: the claim rules need
-        what every request names, on every pass that claims anything."""
-        query = (
-            "SELECT name, key_session, key_prev_request, mtime_ns FROM entries WHERE name LIKE ?"
-        )
-        changes = self._changes
-        for name, session, prev_request, mtime_ns in self._db.execute(query, ("%" + _REQUEST,)):
-            if name not in changes and type(mtime_ns) is int:
+    def requests(self) -> Iterator[tuple[str | None, str | None, int]]:
+        """``(session, prev_request, mtime_ns)`` of every request: the claim rules need what
+        every request names, on every pass that claims anything."""
+        for session, prev_request, mtime_ns in self._db.execute(_REQUESTS, ("%" + _REQUEST,)):
+            if type(mtime_ns) is int:
                 yield (
-                    name,
                     session if type(session) is str else None,
                     prev_request if type(prev_request) is str else None,
                     mtime_ns,
                 )
-        for entry in changes.values():
-            if entry is not None and entry.role == "request":
-                yield entry.name, entry.keys.session, entry.keys.prev_request, entry.mtime_ns
 
     def facts_marks(self) -> dict[str, tuple[str, int]]:
         """Per session, the mark of its transcript facts when responses were last searched
@@ -243,32 +232,27 @@ class Ledger:
                     "SELECT session, mark, taken_ns FROM facts_marks"
                 )
             }
-            self._marks.update(self._new_marks)
         return self._marks
 
     def set_facts_mark(self, session: str, mark: str, taken_ns: int) -> None:
         if self.facts_marks().get(session) != (mark, taken_ns):
-            self._marks[session] = self._new_marks[session] = (mark, taken_ns)
+            self._marks[session] = (mark, taken_ns)
+            self._write(
+                "INSERT OR REPLACE INTO facts_marks VALUES (?, ?, ?)", (session, mark, taken_ns)
+            )
 
     def save(self) -> bool:
-        """Writes the entries that changed, in one transaction; says whether it wrote."""
+        """Commits what changed; says whether anything had."""
         if not self.dirty:
             return False
-        with self._db:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO facts_marks VALUES (?, ?, ?)",
-                [(session, *mark) for session, mark in self._new_marks.items()],
-            )
-            self._db.executemany(
-                "DELETE FROM entries WHERE name = ?",
-                [(name,) for name, entry in self._changes.items() if entry is None],
-            )
-            self._db.executemany(
-                _UPSERT, [entry.as_row() for entry in self._changes.values() if entry is not None]
-            )
-        self._changes.clear()
-        self._new_marks.clear()
+        self._db.commit()
+        self.dirty = False
         return True
+
+    def _write(self, statement: str, values: tuple) -> None:
+        if not self._readonly:
+            self._db.execute(statement, values)
+            self.dirty = True
 
 
 def ledger_path(root: Root) -> Path:
@@ -287,7 +271,7 @@ def open_ledger(path: Path, readonly: bool = False) -> Ledger:
         if found != [(FORMAT,)]:
             raise ValueError(f"not a ledger in the {FORMAT} format")
         db.execute("SELECT session, mark, taken_ns FROM facts_marks LIMIT 0")
-        return Ledger(db)
+        return Ledger(db, readonly)
     except BaseException:
         db.close()
         raise
