@@ -559,7 +559,9 @@ async def test_trouble_watchdog_reports_becomes_a_lost_event(tmp_path: Path) -> 
 
 def test_bodies_and_transcripts_written_while_it_runs_land(tmp_path: Path, claude: Claude) -> None:
     root = tmp_path / "root"
-    claude.path.mkdir()
+    # Both directories exist from the start, so no watch moves (which would rescan).
+    claude.bodies.mkdir(parents=True)
+    (claude.path / "projects").mkdir()
     with running_service(tmp_path, claude.path, root, *FAST, "--rescan-interval", "600") as svc:
         svc.wait_ready()
         claude.start_transcript(A)
