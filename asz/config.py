@@ -137,15 +137,16 @@ def load_config(
     table: dict[str, Any] = {}
     if path is not None and (explicit or path.is_file()):
         table = _read_toml(path)
+    # Named before its keys are taken out, so that an error in any key names the file.
+    where = str(path) if table else "the defaults"
     raw_root = table.pop("root", None)
     raw_claude = table.pop("claude_dir", None)
-    where = str(path) if table or raw_root or raw_claude else "the defaults"
     _check_str(raw_root, "root", where)
     _check_str(raw_claude, "claude_dir", where)
     base = Config(
         root=default_root(env),
         claude_dir=_absolute(Path(raw_claude)) if raw_claude else default_claude_dir(env),
-        source_file=path if table or raw_root or raw_claude else None,
+        source_file=path if where != "the defaults" else None,
     )
     merged = _merge(base, table, where, prefix="")
     if merged.compression not in COMPRESSIONS:
