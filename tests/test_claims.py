@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from asz.adapters.claims import WINDOW_NS, By, Claim, Claimer, RequestBook
+from asz.adapters.claims import SEVERAL, WINDOW_NS, By, Claim, Claimer, RequestBook
 from asz.bodykeys import BodyKeys
 
 A = "11111111-2222-4333-8444-555555555555"
@@ -133,7 +133,7 @@ def test_requests_naming_no_session_in_claude_codes_form_are_not_entered() -> No
     book.add("../outside", "req_1", T0)
     book.add(None, "req_1", T0)
     book.add("", "req_1", T0)
-    assert book.naming("req_1") == frozenset()
+    assert book.namer("req_1") is None
     assert book.sessions_near(T0) == set()
 
 
@@ -187,3 +187,15 @@ def test_an_unclaimed_response_is_searched_again_only_when_something_near_it_cha
     calls_of = transcripts({A: {"msg_1"}})
     fresh = Claimer(book, {}, calls_of, set).claim("r.response.json", "response", keys, T0)
     assert (fresh.session, calls_of.asked) == (A, [A])
+
+
+@given(st.lists(st.tuples(st.sampled_from(SESSIONS), st.sampled_from(["r1", "r2", "r3"]))))
+def test_a_request_id_is_named_by_one_session_by_several_or_by_none(
+    requests: list[tuple[str, str]],
+) -> None:
+    book = RequestBook()
+    book.add_all((session, prev, T0) for session, prev in requests)
+    for request_id in ("r1", "r2", "r3"):
+        sessions = {session for session, prev in requests if prev == request_id}
+        expected = None if not sessions else sessions.pop() if len(sessions) == 1 else SEVERAL
+        assert book.namer(request_id) == expected

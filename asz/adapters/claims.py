@@ -36,6 +36,9 @@ class Claim:
 
 
 UNCLAIMED = Claim(None)
+SEVERAL = ""
+"""What a request id is named by when requests of several sessions name it (no session id is
+empty, so it can stand for none of them)."""
 
 
 class RequestBook:
@@ -49,7 +52,8 @@ class RequestBook:
     """
 
     def __init__(self) -> None:
-        self._named_by: dict[str, set[str]] = {}
+        self._named_by: dict[str, str] = {}
+        """Request id -> the one session naming it, or ``SEVERAL``."""
         self._times: dict[str, list[int]] = {}
         self._undated: set[str] = set()
         self._valid: set[str] = set()
@@ -68,8 +72,8 @@ class RequestBook:
                 if not session or not is_session_id(session):
                     continue
                 valid.add(session)
-            if prev_request:
-                named_by.setdefault(prev_request, set()).add(session)
+            if prev_request and named_by.setdefault(prev_request, session) != session:
+                named_by[prev_request] = SEVERAL
             if mtime_ns < 0:
                 undated.add(session)
             else:
@@ -80,9 +84,10 @@ class RequestBook:
         """Every session some request names."""
         return set(self._times) | self._undated
 
-    def naming(self, request_id: str) -> frozenset[str]:
-        """The sessions having a request that names ``request_id`` as its previous call."""
-        return frozenset(self._named_by.get(request_id, ()))
+    def namer(self, request_id: str) -> str | None:
+        """The one session having a request that names ``request_id`` as its previous call,
+        ``SEVERAL`` when more than one session does, None when none does."""
+        return self._named_by.get(request_id)
 
     def sessions_near(self, mtime_ns: int) -> set[str]:
         """Sessions with a request written within the window of ``mtime_ns`` (or undated)."""
@@ -124,8 +129,8 @@ class Claimer:
     near a response searched for, and their message ids go into one reverse index, so a
     search is a set intersection rather than a question per session. A response that no
     transcript claimed on an earlier pass is searched again only when a session near it is
-    among ``changed()`` (its transcripts or its requests are new since), since otherwise the
-    search would find what it found before.
+    among ``changed()`` (asked once: sessions whose transcripts or requests are new since),
+    since otherwise the search would find what it found before.
     """
 
     def __init__(
@@ -139,8 +144,10 @@ class Claimer:
         self._index = index_claims
         self._calls_of = calls_of
         self._changed = changed
+        self._changed_now: AbstractSet[str] | None = None
         self._searched: set[str] = set()
-        self._holders: dict[str, set[str]] = {}
+        self._holders: dict[str, str | set[str]] = {}
+        """Message id -> the session whose transcripts record it (a set when several do)."""
 
     def claim(
         self, name: str, role: str, keys: BodyKeys, mtime_ns: int, searched_before: bool = False
@@ -155,16 +162,14 @@ class Claimer:
         if role == "request":
             session = keys.session
             return Claim(session, By.REQUEST) if session and is_session_id(session) else UNCLAIMED
-        if keys.request_id:
-            naming = self._book.naming(keys.request_id)
-            if len(naming) == 1:
-                return Claim(next(iter(naming)), By.REQUEST)
-            if naming:
-                return UNCLAIMED
+        namer = self._book.namer(keys.request_id) if keys.request_id else None
+        if namer is not None:
+            return Claim(namer, By.REQUEST) if namer != SEVERAL else UNCLAIMED
         if keys.message_id:
             near = self._book.sessions_near(mtime_ns)
-            changed = self._changed()
-            if searched_before and near.isdisjoint(changed):
+            if self._changed_now is None:
+                self._changed_now = self._changed()
+            if searched_before and near.isdisjoint(self._changed_now):
                 return UNCLAIMED
             holders = self._holding(keys.message_id, near)
             if len(holders) == 1:
@@ -172,8 +177,14 @@ class Claimer:
         return UNCLAIMED
 
     def _holding(self, message_id: str, near: set[str]) -> set[str]:
+        holders = self._holders
         for session in sorted(near - self._searched):
             self._searched.add(session)
             for call in self._calls_of(session):
-                self._holders.setdefault(call, set()).add(session)
-        return self._holders.get(message_id, set()) & near
+                known = holders.setdefault(call, session)
+                if isinstance(known, set):
+                    known.add(session)
+                elif known != session:
+                    holders[call] = {known, session}
+        found = holders.get(message_id)
+        return ({found} if isinstance(found, str) else found or set()) & near

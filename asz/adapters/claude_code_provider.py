@@ -141,7 +141,8 @@ class _Pass:
         self.kept: dict[str, bytes] = {}
         self.kept_bytes = 0
         self._has_bodies: dict[str, bool] = {}
-        self._changed_sessions: set[str] | None = None
+        self._facts_checked: dict[str, bool] = {}
+        self.requests_dropped = False
 
     # What is known about sessions, asked at most once per pass (the judge keeps its own).
 
@@ -273,19 +274,24 @@ class _Pass:
                 self.ledger.put(replace(entry, state=State.LANDED))
             else:
                 self.ledger.drop(entry.name)
+                self.requests_dropped |= entry.role == "request"
 
     def claim_and_land(self) -> None:
         if not self.candidates:
             return
-        book = RequestBook()
-        book.add_all(self.ledger.requests())
-        claimer = Claimer(book, self.index_claims, self.calls_of, lambda: self._changed(book))
+        # Nothing new anywhere: a body no session claimed before is claimed by none now.
+        unchanged = self._nothing_new()
+        claimer: Claimer | None = None
         batches: dict[str, list[tuple[int, str, int]]] = {}
         result = self.result
         for name in self.candidates:
+            if unchanged and name in self.searched_before and name not in self.index_claims:
+                result.waiting += 1
+                continue
             entry = self.ledger.get(name)
             if entry is None:
                 continue
+            claimer = claimer or self._claimer()
             claim = claimer.claim(
                 name, entry.role, entry.keys, entry.mtime_ns, name in self.searched_before
             )
@@ -304,22 +310,41 @@ class _Pass:
         for session in sorted(batches):
             self._land(session, sorted(batches[session]))
 
-    def _changed(self, book: RequestBook) -> set[str]:
-        """Sessions a response claimed by none on an earlier pass must be searched near again:
-        those with a request read this pass, and those whose transcript facts changed since
-        they were last searched (or were searched longer than ``SEARCH_AGAIN_NS`` ago, so that
-        facts a crash left unsaved are found in the end)."""
-        if self._changed_sessions is None:
-            changed = set(self.fresh_sessions)
-            marks = self.ledger.facts_marks()
-            for session in book.sessions():
+    def _claimer(self) -> Claimer:
+        """The claim rules over every request known (landed, judged before, or read now)."""
+        book = RequestBook()
+        book.add_all(self.ledger.requests())
+        return Claimer(
+            book,
+            self.index_claims,
+            self.calls_of,
+            lambda: self.fresh_sessions | self._facts_changed(book.sessions()),
+        )
+
+    def _nothing_new(self) -> bool:
+        """No request read or forgotten this pass, and no session searched before has new
+        transcript facts: every claim made before would be made again."""
+        if not self.searched_before or self.fresh_sessions or self.requests_dropped:
+            return False
+        return not self._facts_changed(list(self.ledger.facts_marks()))
+
+    def _facts_changed(self, sessions: Iterable[str]) -> set[str]:
+        """Those of ``sessions`` whose transcript facts changed since responses were last
+        searched for in them, or were searched longer than ``SEARCH_AGAIN_NS`` ago (so that
+        facts a crash left unsaved are found in the end); their new marks are recorded."""
+        marks = self.ledger.facts_marks()
+        changed = set()
+        for session in sessions:
+            if session not in self._facts_checked:
                 mark = _facts_mark(self.root, session)
                 known = marks.get(session)
-                if known is None or known[0] != mark or self.now_ns - known[1] > SEARCH_AGAIN_NS:
-                    changed.add(session)
+                stale = known is None or known[0] != mark
+                self._facts_checked[session] = stale or self.now_ns - known[1] > SEARCH_AGAIN_NS
+                if self._facts_checked[session]:
                     self.ledger.set_facts_mark(session, mark, self.now_ns)
-            self._changed_sessions = changed
-        return self._changed_sessions
+            if self._facts_checked[session]:
+                changed.add(session)
+        return changed
 
     def _land(self, session: str, files: list[tuple[int, str, int]]) -> None:
         """Lands a session's bodies oldest first (``(mtime_ns, name, size)``), at most
