@@ -10,7 +10,7 @@ from asz.config import Config
 from asz.output import print_json
 from asz.passes import pass_line, run_pass
 from asz.store.bodies import BodyStore
-from asz.store.root import Busy, Root, collector_lock
+from asz.store.root import Busy, Root, UnsafeRoot, collector_lock
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -48,6 +48,9 @@ def collect_once(config: Config, as_json: bool) -> int:
             counts = run_pass(config, root, BodyStore(root, config.compression))
     except Busy as err:
         print(f"asz: {err}; one collector per root", file=sys.stderr)
+        return EXIT_FAILED
+    except UnsafeRoot as err:
+        print(f"asz: {err}", file=sys.stderr)
         return EXIT_FAILED
     if as_json:
         print_json(counts.as_dict())

@@ -19,18 +19,20 @@ import contextlib
 import fcntl
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from asz.bodykeys import is_session_id
-from asz.store.atomic import private_dir, remove_stale_temps, replace_file
+from asz.store.atomic import DIR_MODE, private_dir, remove_stale_temps, replace_file
 
 LANDED_SUFFIX = ".asz"
 PROVIDER_BODY = "provider_body"
 TRANSCRIPT = "transcript"
 _LANDED_NAME = re.compile(r"^([a-z_]+)-(\d{8,})\.asz$")
 _SEQ_FILE = "seq"
+STATE_DIR = "_state"
 
 
 class NotASession(ValueError):
@@ -56,7 +58,7 @@ class Root:
 
     @property
     def state_dir(self) -> Path:
-        return self.path / "_state"
+        return self.path / STATE_DIR
 
     def ensure(self) -> None:
         private_dir(self.path)
@@ -125,21 +127,58 @@ class Root:
         return f"{kind}-{seq:08d}{LANDED_SUFFIX}"
 
 
+class UnsafeRoot(Exception):
+    """The root holds, where asz writes, a link or a directory of another user."""
+
+
+def check_private(root: Root) -> None:
+    """Makes the root private, and refuses one where asz would write through a link or into a
+    directory another user owns.
+
+    Anyone who could write into the root (a root made before asz took it, on a shared
+    machine) could otherwise send its landing elsewhere with a link named like a session, or
+    read along in a session directory of their own making.
+    """
+    me = os.geteuid()
+    info = os.stat(root.path)
+    if info.st_uid != me:
+        raise UnsafeRoot(f"{root.path} belongs to another user (uid {info.st_uid})")
+    if stat.S_IMODE(info.st_mode) != DIR_MODE:
+        os.chmod(root.path, DIR_MODE)
+    with os.scandir(root.path) as entries:
+        for entry in entries:
+            if entry.name != STATE_DIR and not is_session_id(entry.name):
+                continue
+            held = entry.stat(follow_symlinks=False)
+            if stat.S_ISLNK(held.st_mode):
+                why = "is a symbolic link"
+            elif not stat.S_ISDIR(held.st_mode):
+                why = "is not a directory"
+            elif held.st_uid != me:
+                why = f"belongs to another user (uid {held.st_uid})"
+            else:
+                continue
+            raise UnsafeRoot(f"{entry.path} {why}; asz writes only into directories of its own")
+
+
 @contextlib.contextmanager
 def collector_lock(root: Root, wait: bool = False) -> Iterator[None]:
-    """Holds the root for one collector; raises Busy at once unless ``wait``.
+    """Holds the root for one collector; raises Busy at once unless ``wait``, and UnsafeRoot
+    when the root is not safe to write into (see :func:`check_private`).
 
     The kernel releases an flock when its process dies, so a crashed collector never leaves
     the root locked; what it was writing is left as temporary files, removed here once the
     lock is held.
     """
-    root.ensure()
+    private_dir(root.path)
     fd = os.open(root.path / "_lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
             raise Busy(f"another collector holds {root.path}") from None
+        check_private(root)
+        root.ensure()
         remove_stale_temps(root.path)
         yield
     finally:
