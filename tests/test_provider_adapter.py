@@ -844,3 +844,19 @@ def test_an_unclaimed_response_is_searched_again_when_its_transcripts_land_later
         assert env.run().waiting == 1
     env.transcript(A, message_ids=("msg_late",))
     assert env.run().bodies_landed == 1
+
+
+def test_a_response_two_sessions_named_is_claimed_once_one_of_the_requests_is_gone(
+    env: Env,
+) -> None:
+    env.write("a.request.json", request(A, prev="req_x"), BASE)
+    env.write("b.request.json", request(B, prev="req_x"), BASE)
+    env.write("req_x.response.json", response("msg_x"), BASE + 1)
+    env.transcript(A)
+    for _ in range(2):
+        result = env.run()
+        assert (result.bodies_landed, result.waiting) in ((1, 2), (0, 2))
+    (env.bodies / "b.request.json").unlink()
+    claimed = env.run()
+    assert (claimed.bodies_landed, claimed.waiting) == (1, 0)
+    assert env.body(A, "req_x.response") == response("msg_x")
