@@ -72,9 +72,7 @@ def test_a_crash_at_the_third_pass_of_a_point_in_one_pass(ws: Workspace, tmp_pat
     assert check_root(ws, made) == []
 
 
-def test_the_service_killed_at_random_moments_loses_nothing(
-    ws: Workspace, tmp_path: Path
-) -> None:
+def test_the_service_killed_at_random_moments_loses_nothing(ws: Workspace, tmp_path: Path) -> None:
     made = capture(tmp_path, seed=3)
     report = crash_run(ws, made, CrashPlan(kills=36, service=True, seed=11), tmp_path / "log")
 
@@ -93,9 +91,7 @@ def test_collect_once_loops_killed_at_random_moments_lose_nothing(
     assert report.problems == []
 
 
-def test_the_check_finds_a_lost_body_and_a_body_landed_twice(
-    ws: Workspace, tmp_path: Path
-) -> None:
+def test_the_check_finds_a_lost_body_and_a_body_landed_twice(ws: Workspace, tmp_path: Path) -> None:
     """The check above is only worth something if it can fail."""
     made = capture(tmp_path, seed=5)
     shutil.copytree(made.dir, ws.claude, ignore=shutil.ignore_patterns("expected.json"))
