@@ -35,6 +35,8 @@ class PassCounts:
     bodies_unreadable: int = 0
     bodies_excluded: int = 0
     transcript_lines_landed: int = 0
+    transcripts_unattributed: int = 0
+    sessions_excluded: int = 0
     source_bytes: int = 0
     landed_bytes: int = 0
     conflicts: int = 0
@@ -69,6 +71,8 @@ def run_pass(config: Config, root: Root, store: BodyStore, now: float | None = N
         counts.landed += local.files_landed
         counts.records += local.files_landed
         counts.transcript_lines_landed = local.lines_landed
+        counts.transcripts_unattributed = local.unattributed
+        counts.sessions_excluded = local.excluded_sessions
         counts.source_bytes += local.source_bytes
         counts.landed_bytes += local.landed_bytes
         counts.conflict_sources += local.conflicts
