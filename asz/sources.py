@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from asz.adapters.claude_code_provider import describe_sources
 from asz.adapters.discovery import discover
+from asz.bodykeys import is_session_id
 from asz.config import Config
 from asz.output import print_json
 
@@ -37,8 +38,15 @@ def sources_command(config: Config, as_json: bool) -> int:
         return 0
     print(f"  bodies       : {bodies['dir']}")
     print(f"  files        : {bodies['requests']} request(s), {bodies['responses']} response(s)")
+    # Only UUID-form ids are printed: any other value is body text, which stays out of output.
+    odd = 0
     for session, count in bodies["sessions"].items():
-        print(f"    {session}  {count} request(s)")
+        if is_session_id(session):
+            print(f"    {session}  {count} request(s)")
+        else:
+            odd += count
+    if odd:
+        print(f"    {odd} request(s) name a session id that is not in Claude Code's form")
     print(
         f"  {len(bodies['sessions'])} session(s) named by requests; a response joins its "
         "session when it is collected"

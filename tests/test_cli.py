@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,23 @@ def test_body_that_is_not_there_exits_1(run_asz, tmp_path: Path) -> None:
     result = run_asz("body", "--root", str(tmp_path), session, "x.request")
     assert result.returncode == 1
     assert b"holds no body" in result.stderr
+
+
+def test_sources_names_only_real_session_ids(run_asz, tmp_path: Path) -> None:
+    bodies = tmp_path / "claude" / "asz" / "provider-bodies"
+    bodies.mkdir(parents=True)
+    good = "11111111-2222-4333-8444-555555555555"
+    for name, session in (("a", good), ("b", "../x"), ("c", "\x1b[2J")):
+        user_id = json.dumps({"session_id": session})
+        body = {"model": "m", "messages": [], "metadata": {"user_id": user_id}}
+        (bodies / f"{name}.request.json").write_text(json.dumps(body))
+    (bodies / "req_1.response.json").write_text('{"id":"msg_1"}')
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "claude")}
+    result = run_asz("sources", "--root", str(tmp_path / "root"), env=env)
+    assert result.returncode == 0
+    out = result.stdout.decode()
+    assert "3 request(s), 1 response(s)" in out
+    assert f"{good}  1 request(s)" in out
+    assert "\x1b" not in out
+    assert "../x" not in out
+    assert "1 request(s) name a session id that is not in Claude Code's form" in out
