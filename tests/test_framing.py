@@ -13,7 +13,14 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asz.store.atomic import AlreadyExists, private_dir, publish_new, remove_stale_temps
+from asz.store.atomic import (
+    AlreadyExists,
+    DirSyncs,
+    private_dir,
+    publish_new,
+    remove_stale_temps,
+    replace_derived,
+)
 from asz.store.framing import LandedFileError, decode_file, encode_file, read_file
 
 HEADER = {"kind": "provider_body", "session": "11111111-2222-4333-8444-555555555555", "seq": 1}
@@ -141,3 +148,37 @@ def test_stale_temporaries_are_removed(tmp_path: Path) -> None:
     (tmp_path / "d" / "keep.asz").write_bytes(b"whole")
     assert remove_stale_temps(tmp_path / "d") == 1
     assert os.listdir(tmp_path / "d") == ["keep.asz"]
+
+
+def test_a_derived_replace_is_whole_private_and_leaves_no_temporary(tmp_path: Path) -> None:
+    old = os.umask(0)
+    try:
+        path = tmp_path / "state" / "cursor.json"
+        replace_derived(path, b"old")
+        replace_derived(path, b"new")
+    finally:
+        os.umask(old)
+    assert path.read_bytes() == b"new"
+    assert os.listdir(path.parent) == ["cursor.json"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+def test_deferred_syncs_name_each_directory_once_with_the_parents_of_new_ones(
+    tmp_path: Path,
+) -> None:
+    private_dir(tmp_path / "root")
+    syncs = DirSyncs()
+    stream = tmp_path / "root" / "session" / "transcripts" / "s-1"
+    publish_new(stream / "transcript-00000001.asz", b"one", syncs=syncs)
+    publish_new(stream / "transcript-00000002.asz", b"two", syncs=syncs)
+    publish_new(tmp_path / "root" / "session" / "seq-file", b"three", syncs=syncs)
+
+    assert syncs.take() == [
+        tmp_path / "root",
+        tmp_path / "root" / "session",
+        tmp_path / "root" / "session" / "transcripts",
+        stream,
+    ]
+    assert syncs.take() == []
+    assert (stream / "transcript-00000002.asz").read_bytes() == b"two"

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from asz.adapters.discovery import DiscoveredSession, Discovery, discover
 from asz.adapters.session_filter import SessionJudge, Verdict
 from asz.config import Config
+from asz.store.atomic import DirSyncs, fsync_dir
 from asz.store.root import Root
 from asz.store.session_facts import FactsBuilder, open_facts, save_facts
 from asz.store.transcripts import (
@@ -125,14 +126,21 @@ def collect_transcripts(config: Config, root: Root) -> LocalResult:
             collected.append(found.sessions[session])
         else:
             result.excluded_sessions += 1
+    syncs = DirSyncs()
     with ThreadPoolExecutor(LANDING_THREADS, thread_name_prefix="asz-transcripts") as pool:
-        for landed in pool.map(lambda session: _land_session(config, root, session), collected):
-            result.merge(landed)
+        try:
+            for landed in pool.map(lambda session: _land(config, root, session, syncs), collected):
+                result.merge(landed)
+        finally:
+            # The directories of every file landed, each synced once and side by side: what
+            # the pass reports as landed is durable when it returns.
+            for _done in pool.map(fsync_dir, syncs.take()):
+                pass
     _mark_gone(root, found, {session.session for session in collected})
     return result
 
 
-def _land_session(config: Config, root: Root, session: DiscoveredSession) -> LocalResult:
+def _land(config: Config, root: Root, session: DiscoveredSession, syncs: DirSyncs) -> LocalResult:
     result = LocalResult()
     step = _SessionPass(root, session.session)
     lander = TranscriptLander(
@@ -141,6 +149,7 @@ def _land_session(config: Config, root: Root, session: DiscoveredSession) -> Loc
         max_delta_bytes=config.adapters.claude_code_local.max_delta_bytes,
         next_seq=step.next_seq,
         on_window=step.landed,
+        syncs=syncs,
     )
     try:
         for source in session.sources:

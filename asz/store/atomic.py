@@ -18,6 +18,7 @@ import errno
 import itertools
 import os
 import secrets
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,16 +33,23 @@ class AlreadyExists(FileExistsError):
 
 def private_dir(path: Path) -> Path:
     """Creates ``path`` and its missing parents as 0700 directories; returns it."""
+    _make_dirs(path)
+    return path
+
+
+def _make_dirs(path: Path) -> list[Path]:
+    """Creates ``path`` and its missing parents as 0700 directories; the ones it created."""
     missing: list[Path] = []
     probe = path
     while not probe.exists():
         missing.append(probe)
         probe = probe.parent
-    for directory in reversed(missing):
+    missing.reverse()
+    for directory in missing:
         with contextlib.suppress(FileExistsError):
             directory.mkdir(mode=DIR_MODE)
         os.chmod(directory, DIR_MODE)
-    return path
+    return missing
 
 
 def fsync_dir(path: Path) -> None:
@@ -77,7 +85,40 @@ def _injected_fault() -> int | None:
     return None
 
 
-def _write_temp(directory: Path, data: bytes) -> Path:
+class DirSyncs:
+    """Directories whose new entries are made durable together, each once, by :meth:`flush`.
+
+    Syncing a directory right after each file published in it waits for the disk once per
+    file; a pass landing many files records the directories instead and syncs each once
+    before it reports anything as landed. Until then a power cut may lose a published file,
+    exactly as it may lose one not yet published: its source is landed again from the cursor,
+    which is derived and rebuilt whenever it does not match the landed files. The parents of
+    directories created on the way are recorded too, so a new directory's entry is durable.
+    Several threads of one pass may record into the same instance.
+    """
+
+    def __init__(self) -> None:
+        self._pending: set[Path] = set()
+        self._lock = threading.Lock()
+
+    def add(self, directory: Path, created: list[Path]) -> None:
+        """Records ``directory`` and the parent of each directory in ``created``."""
+        with self._lock:
+            self._pending.add(directory)
+            self._pending.update(made.parent for made in created)
+
+    def take(self) -> list[Path]:
+        """The directories recorded since the last take, each once; they are no longer pending."""
+        with self._lock:
+            pending, self._pending = self._pending, set()
+        return sorted(pending)
+
+    def flush(self) -> None:
+        for directory in self.take():
+            fsync_dir(directory)
+
+
+def _write_temp(directory: Path, data: bytes, durable: bool = True) -> Path:
     temp = directory / f"{TEMP_PREFIX}{secrets.token_hex(8)}"
     fault = _injected_fault()
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
@@ -92,7 +133,8 @@ def _write_temp(directory: Path, data: bytes) -> Path:
             view = view[written:]
         if fault == errno.EIO:
             raise OSError(errno.EIO, os.strerror(errno.EIO), str(temp))
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):
@@ -102,13 +144,20 @@ def _write_temp(directory: Path, data: bytes) -> Path:
     return temp
 
 
-def publish_new(path: Path, data: bytes, check: Callable[[Path], None] | None = None) -> None:
+def publish_new(
+    path: Path,
+    data: bytes,
+    check: Callable[[Path], None] | None = None,
+    syncs: DirSyncs | None = None,
+) -> None:
     """Writes ``data`` as a new file at ``path``, atomically; refuses to replace anything.
 
     ``check`` reads the written temporary file back before it is published; if it raises,
-    nothing is published.
+    nothing is published. The file's bytes are durable before it is published; its directory
+    is synced at once, or recorded in ``syncs`` for the caller to sync later.
     """
-    directory = private_dir(path.parent)
+    directory = path.parent
+    created = _make_dirs(directory)
     temp = _write_temp(directory, data)
     try:
         if check is not None:
@@ -117,7 +166,10 @@ def publish_new(path: Path, data: bytes, check: Callable[[Path], None] | None = 
     finally:
         with contextlib.suppress(FileNotFoundError):
             temp.unlink()
-    fsync_dir(directory)
+    if syncs is None:
+        fsync_dir(directory)
+    else:
+        syncs.add(directory, created)
 
 
 def _link_no_replace(temp: Path, path: Path) -> None:
@@ -138,16 +190,32 @@ def _link_no_replace(temp: Path, path: Path) -> None:
 
 
 def replace_file(path: Path, data: bytes) -> None:
-    """Atomically replaces a small state file (ledgers, cursors): readers see old or new, whole."""
+    """Atomically and durably replaces a small state file: readers see old or new, whole."""
+    _replace(path, data, durable=True)
+
+
+def replace_derived(path: Path, data: bytes) -> None:
+    """Atomically replaces a file of derived state (a cursor, a cache), without a disk sync.
+
+    Running processes see the old or the new file, whole. After a power cut it may be the old
+    one, an empty one or a torn one: derived state is checked against the landed files and
+    rebuilt from them whenever it is unreadable or does not match, so that costs a rebuild,
+    never data, while syncing it would double the disk waits of every landing.
+    """
+    _replace(path, data, durable=False)
+
+
+def _replace(path: Path, data: bytes, durable: bool) -> None:
     directory = private_dir(path.parent)
-    temp = _write_temp(directory, data)
+    temp = _write_temp(directory, data, durable)
     try:
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             temp.unlink()
         raise
-    fsync_dir(directory)
+    if durable:
+        fsync_dir(directory)
 
 
 def remove_stale_temps(directory: Path) -> int:

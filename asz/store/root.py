@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from asz.bodykeys import is_session_id
-from asz.store.atomic import DIR_MODE, private_dir, remove_stale_temps, replace_file
+from asz.store.atomic import DIR_MODE, private_dir, remove_stale_temps, replace_derived
 
 LANDED_SUFFIX = ".asz"
 PROVIDER_BODY = "provider_body"
@@ -119,8 +119,13 @@ class Root:
         return max(highest, remembered) + 1
 
     def remember_seq(self, session: str, seq: int) -> None:
-        """Records that ``seq`` was used, so it is never handed out again."""
-        replace_file(self.session_dir(session) / _SEQ_FILE, f"{seq}\n".encode())
+        """Records that ``seq`` was used, so it is never handed out again.
+
+        The file is derived and written without a disk sync: after a power cut it may be
+        behind, empty or torn, and then the landed files, which are durable, still bound the
+        next number from below.
+        """
+        replace_derived(self.session_dir(session) / _SEQ_FILE, f"{seq}\n".encode())
 
     @staticmethod
     def landed_name(kind: str, seq: int) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from asz.store.atomic import replace_file
+from asz.store.atomic import replace_derived
 from asz.store.framing import LandedFileError
 from asz.store.root import Root
 from asz.store.transcripts import (
@@ -262,7 +262,7 @@ def save_facts(root: Root, builder: FactsBuilder) -> None:
     """Writes the cache; only where the session already has landed transcripts."""
     directory = root.transcripts_dir(builder.facts.session)
     if directory.is_dir():
-        replace_file(directory / FACTS_FILE, builder.to_bytes())
+        replace_derived(directory / FACTS_FILE, builder.to_bytes())
 
 
 def load_facts(root: Root, session: str) -> SessionFacts:

@@ -16,7 +16,11 @@ time its bytes change.
 
 The cursor is derived. A window lands before the cursor moves, so a crash in between leaves a
 cursor behind the landed files; the cursor remembers the sequence number of the last window it
-covers, and a cursor that does not match the landed files (or is missing) is rebuilt from them.
+covers, and a cursor that does not match the landed files (or is missing, empty or torn) is
+rebuilt from them. That check is also why the cursor is written without a disk sync, and why
+the directory of a landed file may be synced once at the end of a pass: after a power cut, a
+cursor naming a landed file the disk lost no longer matches, so the source lands again from
+what the disk kept.
 Readers never count a byte twice even so: a window that starts before the end of what was
 already read back is a re-landed one, and only its bytes past that end are new.
 
@@ -40,7 +44,7 @@ from typing import Any
 import orjson
 import structlog
 
-from asz.store.atomic import publish_new, replace_file
+from asz.store.atomic import DirSyncs, publish_new, replace_derived
 from asz.store.crashpoints import crash_point
 from asz.store.framing import MAX_CONTENT_BYTES, LandedFileError, encode_file, read_file
 from asz.store.root import TRANSCRIPT, LandedPath, Root
@@ -178,7 +182,7 @@ def load_cursor(stream_dir: Path) -> Cursor | None:
 
 
 def save_cursor(stream_dir: Path, cursor: Cursor) -> None:
-    replace_file(stream_dir / CURSOR_FILE, cursor.to_bytes())
+    replace_derived(stream_dir / CURSOR_FILE, cursor.to_bytes())
 
 
 # Reading landed windows back
@@ -449,7 +453,9 @@ class TranscriptLander:
     """Lands the sources of one session, each from where it was last landed.
 
     ``next_seq`` hands out the session's next sequence number; ``on_window`` sees every window
-    right after it landed, which is how the derived facts grow without reading it back.
+    right after it landed, which is how the derived facts grow without reading it back. With
+    ``syncs`` the directories of landed files are recorded there, for the caller to sync
+    before the pass reports them landed, instead of each being synced at once.
     """
 
     def __init__(
@@ -461,8 +467,10 @@ class TranscriptLander:
         next_seq: Callable[[], int],
         on_window: Callable[[LandedWindow], None],
         max_windows: int = MAX_WINDOWS_PER_PASS,
+        syncs: DirSyncs | None = None,
     ) -> None:
         self.root = root
+        self.syncs = syncs
         self.compression = compression
         self.budget = max_delta_bytes
         self.next_seq = next_seq
@@ -545,7 +553,7 @@ class _SourceRun:
     def save(self) -> None:
         data = self.cursor.to_bytes()
         if data != self.saved:
-            replace_file(self.directory / CURSOR_FILE, data)
+            replace_derived(self.directory / CURSOR_FILE, data)
             self.saved = data
             crash_point("transcript.cursor")
 
@@ -617,6 +625,7 @@ class _SourceRun:
             self.directory / Root.landed_name(TRANSCRIPT, seq),
             data,
             check=lambda _temp: crash_point("transcript.written"),
+            syncs=self.lander.syncs,
         )
         crash_point("transcript.published")
         cursor.offset, cursor.line = off + len(window), line + lines
