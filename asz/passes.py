@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 
 from asz.adapters.claude_code_local import LocalResult, collect_transcripts
-from asz.adapters.claude_code_provider import ProviderResult, collect_bodies
+from asz.adapters.claude_code_provider import ProviderResult, ProviderState, collect_bodies
 from asz.adapters.session_filter import SessionJudge
 from asz.config import Config
 from asz.store.bodies import BodyStore
@@ -57,8 +58,21 @@ class PassCounts:
         return {**asdict(self), "complete": self.complete}
 
 
-def run_pass(config: Config, root: Root, store: BodyStore, now: float | None = None) -> PassCounts:
-    """Lands everything new under the Claude Code directory; the caller holds the root lock."""
+def run_pass(
+    config: Config,
+    root: Root,
+    store: BodyStore,
+    now: float | None = None,
+    *,
+    provider: ProviderState | None = None,
+    changed_bodies: Collection[str] | None = None,
+) -> PassCounts:
+    """Lands everything new under the Claude Code directory; the caller holds the root lock.
+
+    A long-running caller keeps ``provider`` from pass to pass, and may say which body files
+    changed since its last pass (``changed_bodies``, names in the bodies directory) so that
+    the bodies directory is not listed; ``asz collect --once`` gives neither.
+    """
     started = time.monotonic()
     counts = PassCounts()
     sessions: set[str] = set()
@@ -83,20 +97,22 @@ def run_pass(config: Config, root: Root, store: BodyStore, now: float | None = N
         # Judged after the transcripts landed, so sessions they just named can be judged.
         judge = SessionJudge(config, root)
         try:
-            provider = collect_bodies(config, root, store, judge, now=now)
+            bodies = collect_bodies(
+                config, root, store, judge, now=now, state=provider, changed=changed_bodies
+            )
         except WRITE_FAILED as err:
-            provider = ProviderResult(errors=[_stopped("landing bodies", err)])
-        sessions |= provider.sessions
-        counts.landed += provider.bodies_landed
-        counts.records += provider.records
-        counts.bodies_landed = provider.bodies_landed
-        counts.bodies_waiting = provider.waiting
-        counts.bodies_unreadable = provider.unreadable
-        counts.bodies_excluded = provider.excluded
-        counts.source_bytes += provider.source_bytes
-        counts.landed_bytes += provider.landed_bytes
-        counts.conflict_sources += provider.conflicts
-        counts.errors += provider.errors
+            bodies = ProviderResult(errors=[_stopped("landing bodies", err)])
+        sessions |= bodies.sessions
+        counts.landed += bodies.bodies_landed
+        counts.records += bodies.records
+        counts.bodies_landed = bodies.bodies_landed
+        counts.bodies_waiting = bodies.waiting
+        counts.bodies_unreadable = bodies.unreadable
+        counts.bodies_excluded = bodies.excluded
+        counts.source_bytes += bodies.source_bytes
+        counts.landed_bytes += bodies.landed_bytes
+        counts.conflict_sources += bodies.conflicts
+        counts.errors += bodies.errors
     counts.conflicts = len(counts.conflict_sources)
     counts.sessions = len(sessions)
     counts.seconds = round(time.monotonic() - started, 6)

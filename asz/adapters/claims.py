@@ -35,6 +35,8 @@ class Claim:
     by: str | None = None
 
 
+Request = tuple[str | None, str | None, int]
+"""``(session, prev_request, mtime_ns)`` of one request."""
 UNCLAIMED = Claim(None)
 SEVERAL = ""
 """What a request id is named by when requests of several sessions name it (no session id is
@@ -51,7 +53,10 @@ class RequestBook:
     there are.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, load: Callable[[], Iterable[Request]] | None = None) -> None:
+        """``load`` gives the requests to enter when the book is first asked anything: a pass
+        whose candidates are all requests never asks, and so never reads every request."""
+        self._load = load
         self._named_by: dict[str, str] = {}
         """Request id -> the one session naming it, or ``SEVERAL``."""
         self._times: dict[str, list[int]] = {}
@@ -63,7 +68,7 @@ class RequestBook:
         """Enters one request; ``mtime_ns`` below 0 means its time is unknown."""
         self.add_all(((session, prev_request, mtime_ns),))
 
-    def add_all(self, requests: Iterable[tuple[str | None, str | None, int]]) -> None:
+    def add_all(self, requests: Iterable[Request]) -> None:
         """Enters ``(session, prev_request, mtime_ns)`` of many requests (one tight loop: a
         pass enters every request it knows)."""
         named_by, times, undated, valid = self._named_by, self._times, self._undated, self._valid
@@ -80,17 +85,25 @@ class RequestBook:
                 times.setdefault(session, []).append(mtime_ns)
         self._buckets = None
 
+    def _loaded(self) -> None:
+        if self._load is not None:
+            load, self._load = self._load, None
+            self.add_all(load())
+
     def sessions(self) -> set[str]:
         """Every session some request names."""
+        self._loaded()
         return set(self._times) | self._undated
 
     def namer(self, request_id: str) -> str | None:
         """The one session having a request that names ``request_id`` as its previous call,
         ``SEVERAL`` when more than one session does, None when none does."""
+        self._loaded()
         return self._named_by.get(request_id)
 
     def sessions_near(self, mtime_ns: int) -> set[str]:
         """Sessions with a request written within the window of ``mtime_ns`` (or undated)."""
+        self._loaded()
         low, high = mtime_ns - WINDOW_NS, mtime_ns + WINDOW_NS
         first, last = low // _BUCKET_NS, high // _BUCKET_NS
         found = set(self._undated)

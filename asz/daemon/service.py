@@ -17,6 +17,7 @@ import contextlib
 import math
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,14 +26,15 @@ import anyio
 from structlog.typing import FilteringBoundLogger
 
 from asz import __version__
+from asz.adapters.claude_code_provider import ProviderState
 from asz.config import Config
 from asz.daemon.http import HealthState, ListenError, StatusServer
 from asz.daemon.logs import configure_logging
 from asz.daemon.metrics import ServiceMetrics
 from asz.daemon.notify import Notifier
-from asz.daemon.settle import BodyCheck, SettleQueue, SourcePaths, check_body
+from asz.daemon.settle import BodyCheck, Kind, SettleQueue, SourcePaths, check_body
 from asz.daemon.watcher import Armed, EventKind, Rearmed, Target, Watcher, WatchEvent
-from asz.daemon.worker import RESCAN, PassResult, PassSchedule, PassWorker
+from asz.daemon.worker import CHANGES, RESCAN, PassResult, PassSchedule, PassWorker
 from asz.passes import PassCounts, run_pass
 from asz.store.bodies import BodyStore
 from asz.store.root import Busy, Root, collector_lock
@@ -66,6 +68,12 @@ class Service:
         self.log = log
         self.root = Root(config.root)
         self.store = BodyStore(self.root, config.compression)
+        self.provider = ProviderState()
+        self._hints = threading.Lock()
+        self._changed_bodies: set[str] = set()
+        """Body files the watcher saw change since the last pass began."""
+        self._listing_due = True
+        """The watcher may have missed something: the next pass lists the bodies directory."""
         self.metrics = ServiceMetrics(__version__)
         self.health = HealthState(__version__)
         self.notifier = Notifier.from_environ()
@@ -186,10 +194,12 @@ class Service:
 
     def _route(self, event: WatchEvent, now: float) -> None:
         if event.kind is EventKind.MOVED and event.armed is not None:
+            self._must_list()
             self._log_watching(event.armed)
             self.worker.rescan_soon()
             return
         if event.kind is EventKind.LOST:
+            self._must_list()
             self.log.warning("watch_lost", reason=event.reason, overflow=event.overflow)
             if event.overflow:
                 self.metrics.watch_overflows.inc()
@@ -200,6 +210,9 @@ class Service:
         kind = self.sources.kind_of(event.path)
         if kind is None:
             return
+        if kind is Kind.BODY:
+            with self._hints:
+                self._changed_bodies.add(os.path.basename(event.path))
         if event.kind is EventKind.GONE:
             self.settle.forget(event.path)
         else:
@@ -207,11 +220,26 @@ class Service:
 
     # -- passes -------------------------------------------------------------------------
 
+    def _must_list(self) -> None:
+        with self._hints:
+            self._listing_due = True
+
     def _pass(self, reason: str) -> PassCounts:
-        """One pass, in a worker thread; a rescan first puts every watch back where it belongs."""
+        """One pass, in a worker thread; a rescan first puts every watch back where it belongs.
+
+        A pass for changes looks at the body files the watcher named and those the last pass
+        left unsettled; the first pass, every rescan, and any pass after the watcher lost
+        something or could not place a watch list the whole bodies directory.
+        """
         if reason == RESCAN:
             self._log_rearmed(self.watcher.rearm())
-        return run_pass(self.config, self.root, self.store)
+        with self._hints:
+            changed, self._changed_bodies = self._changed_bodies, set()
+            listing_due, self._listing_due = self._listing_due, False
+        hint = None if listing_due or reason != CHANGES else changed
+        return run_pass(
+            self.config, self.root, self.store, provider=self.provider, changed_bodies=hint
+        )
 
     def _report(self, result: PassResult) -> None:
         counts = result.counts
@@ -279,6 +307,8 @@ class Service:
     def _log_rearmed(self, rearmed: Rearmed) -> None:
         for armed in rearmed.moved:
             self._log_watching(armed)
+        if rearmed.moved or rearmed.errors:
+            self._must_list()
         for error in rearmed.errors:
             self.log.error("watch_error", error=error)
             self.metrics.record_error("watch")

@@ -261,11 +261,17 @@ def ledger_path(root: Root) -> Path:
 
 def open_ledger(path: Path, readonly: bool = False) -> Ledger:
     """The ledger at ``path``; raises sqlite3.Error or ValueError when it is not one this
-    version wrote (or, read-only, when there is none)."""
+    version wrote (or, read-only, when there is none).
+
+    A long-running collector keeps it open across passes, each on whichever worker thread is
+    free; passes never overlap, so the connection is not tied to the thread that opened it.
+    """
     if readonly:
-        db = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+        db = sqlite3.connect(
+            f"{path.absolute().as_uri()}?mode=ro", uri=True, check_same_thread=False
+        )
     else:
-        db = sqlite3.connect(path)
+        db = sqlite3.connect(path, check_same_thread=False)
     try:
         found = db.execute("SELECT format FROM ledger_format").fetchall()
         if found != [(FORMAT,)]:
