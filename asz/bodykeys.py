@@ -81,7 +81,12 @@ def parse_billing_block(text: str) -> dict[str, str]:
 
 def read_keys(role: str, stem: str, body: bytes) -> BodyKeys:
     """The keys of a ``role`` body whose file name, less ``.<role>.json``, is ``stem``."""
-    value = _load(body)
+    return keys_of(role, stem, _load(body))
+
+
+def keys_of(role: str, stem: str, value: object) -> BodyKeys:
+    """The keys of a body already parsed to ``value`` (None when it did not parse), for a
+    caller that parsed it anyway and need not have it parsed twice."""
     top = value if isinstance(value, dict) else {}
     model = _fit(top.get("model"))
     if role == "request":

@@ -554,3 +554,27 @@ def test_a_default_synth_capture_lands_in_one_session_and_rebuilds(tmp_path: Pat
         assert fresh.rebuild(path.name.removesuffix(".json")) == path.read_bytes()
     source = sum(path.stat().st_size for path in files)
     assert sum(landed_size(r) for r in records) < source / 2
+
+
+@pytest.mark.parametrize("shared_reminder", [True, False])
+def test_take_cuts_as_encode_and_add_do_and_holds_what_it_cut(shared_reminder: bool) -> None:
+    """``take`` scans only what a request adds to its base; the records must be the same as
+    those of a session that scans every body whole, and rebuild once held."""
+    scanned_whole, taken = SessionBodies(), SessionBodies()
+    calls = interleaved(shared_reminder)
+    bodies = [(f"{c.number}.request", "request", c.request) for c in calls] + [
+        (f"{c.request_id}.response", "response", c.response) for c in calls
+    ]
+    bodies += [(f"g{n}.request", "request", body) for n, body in enumerate(growing(12))]
+    for record_id, role, body in bodies:
+        keys = read_keys(role, record_id.rsplit(".", 1)[0], body)
+        whole = scanned_whole.encode(record_id, role, record_id + ".json", body, keys)
+        scanned_whole.add(whole)
+        digest = hashlib.sha256(body).hexdigest()
+        record = taken.take(
+            record_id, role, record_id + ".json", body, keys, sha256=digest, json_object=True
+        )
+        assert record.meta == whole.meta
+        assert record.payload == whole.payload
+    for record_id, _, body in bodies:
+        assert taken.rebuild(record_id) == body

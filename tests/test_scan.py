@@ -10,7 +10,7 @@ from bodies import SPACING, TOOLS, TOP, Chain, JsonWriter, Obj, interleaved
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asz.store.scan import MIN_PIECE, NotCuttable, Shape, scan_body
+from asz.store.scan import MIN_PIECE, NotCuttable, Shape, scan_body, scan_rest
 
 
 def spans_text(body: bytes, shape: Shape) -> list[bytes]:
@@ -151,7 +151,10 @@ def test_nesting_past_what_orjson_takes_is_refused_without_recursing() -> None:
 @given(top=TOP, spacing=SPACING, ascii_only=st.booleans())
 def test_scanner_finds_what_the_writer_recorded(top: Obj, spacing: str, ascii_only: bool) -> None:
     body, expected = JsonWriter(spacing, ascii_only).document(top)
-    assert scan_body(body) == expected
+    shape = scan_body(body)
+    assert (shape.pieces, shape.first_message) == (expected.pieces, expected.first_message)
+    for mark in shape.marks:  # resuming anywhere on the same body finds the same
+        assert scan_rest(body, shape, mark, body) == shape
 
 
 @settings(max_examples=300, deadline=None)
@@ -165,3 +168,33 @@ def test_any_bytes_are_cut_in_bounds_or_refused(data: bytes) -> None:
     flat = [offset for span in shape.pieces for offset in span]
     assert flat == sorted(flat)
     assert all(0 <= offset <= len(data) for offset in flat)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    first=TOP,
+    second=TOP,
+    shared=st.integers(1, 3),
+    spacing=SPACING,
+    same_after=st.booleans(),
+)
+def test_a_scan_resumed_at_a_mark_finds_what_a_whole_scan_finds(
+    first: Obj, second: Obj, shared: int, spacing: str, same_after: bool
+) -> None:
+    """Two bodies sharing their front up to an element of ``messages``, with the same or other
+    members after the array: resuming from the first body's mark finds the second's shape."""
+    before = Obj((key, value) for key, value in first if key != "messages")
+    messages = [value for _, value in first] + ["m" * 1200, {"role": "user"}, 7, "x"]
+    after_a = Obj((key, value) for key, value in second if key != "messages")
+    after_b = after_a if same_after else Obj([*after_a, ("tools", ["t" * 1500])])
+    more = [value for _, value in second] + ["n" * 1100]
+    body_a, _ = JsonWriter(spacing).document(
+        Obj([*before, ("messages", messages[: shared + 1]), *after_a])
+    )
+    body_b, _ = JsonWriter(spacing).document(
+        Obj([*before, ("messages", messages[:shared] + more), *after_b])
+    )
+    base = scan_body(body_a)
+    mark = base.marks[shared - 1]
+    assert body_a[:mark] == body_b[:mark]
+    assert scan_rest(body_b, base, mark, body_a) == scan_body(body_b)

@@ -162,8 +162,18 @@ def read_body(directory: Path, name: str, limit: int = MAX_BODY_BYTES) -> BodyRe
     return BodyRead(data, info.st_mtime_ns)
 
 
-def is_one_json_value(body: bytes) -> bool:
-    """Whether ``body`` is exactly one JSON value, invalid UTF-8 inside strings tolerated.
+class JsonLook(NamedTuple):
+    """What one parse of a body found: whether it is one JSON value, and the value itself when
+    orjson parsed it (``parsed`` is False for what only the grammar walk accepts or refuses)."""
+
+    whole: bool
+    parsed: bool
+    value: object
+
+
+def look_at_json(body: bytes) -> JsonLook:
+    """Whether ``body`` is exactly one JSON value, invalid UTF-8 inside strings tolerated, and
+    the value orjson parsed, so that a caller reading keys from it parses the body only once.
 
     A half-written body is what this tells apart, so validity is judged on the grammar alone:
     invalid bytes can only be valid inside a string, and replacing them keeps a string a
@@ -171,10 +181,15 @@ def is_one_json_value(body: bytes) -> bool:
     (invalid UTF-8, numbers beyond a double, lone surrogate escapes, deep nesting).
     """
     try:
-        orjson.loads(body)
+        value = orjson.loads(body)
     except orjson.JSONDecodeError:
-        return _grammar_holds(body.decode("utf-8", errors="replace"))
-    return True
+        return JsonLook(_grammar_holds(body.decode("utf-8", errors="replace")), False, None)
+    return JsonLook(True, True, value)
+
+
+def is_one_json_value(body: bytes) -> bool:
+    """Whether ``body`` is exactly one JSON value (see ``look_at_json``)."""
+    return look_at_json(body).whole
 
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")

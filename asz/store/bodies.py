@@ -36,7 +36,12 @@ _FILE_OVERHEAD = 512
 
 @dataclass(frozen=True, slots=True)
 class IncomingBody:
-    """A source body ready to land: its bytes and what was read from it."""
+    """A source body ready to land: its bytes and what was read from it.
+
+    ``sha256`` and ``json_object`` pass on what the reader already learned of these bytes
+    (their digest; that orjson parsed them as an object) so that landing does not learn it
+    again; the read-back check still rebuilds every record against its digest.
+    """
 
     record_id: str
     role: str
@@ -44,6 +49,8 @@ class IncomingBody:
     body: bytes
     keys: BodyKeys
     mtime_ns: int
+    sha256: str | None = None
+    json_object: bool = False
 
 
 @dataclass(slots=True)
@@ -143,8 +150,14 @@ class BodyStore:
         batch_bytes = _FILE_OVERHEAD
         for item in sorted(incoming, key=lambda body: (body.mtime_ns, body.src)):
             try:
-                record = loaded.bodies.encode(
-                    item.record_id, item.role, item.src, item.body, item.keys
+                record = loaded.bodies.take(
+                    item.record_id,
+                    item.role,
+                    item.src,
+                    item.body,
+                    item.keys,
+                    sha256=item.sha256,
+                    json_object=item.json_object,
                 )
             except Repeat:
                 outcome.repeats.append(item.record_id)
@@ -156,7 +169,6 @@ class BodyStore:
             if batch and batch_bytes + size > budget:
                 self._flush(session, loaded, batch, outcome)
                 batch, batch_bytes = [], _FILE_OVERHEAD
-            loaded.bodies.add(record)
             batch.append((item, record))
             batch_bytes += size
         if batch:

@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -79,7 +79,14 @@ from typing import Any
 import orjson
 
 from asz.bodykeys import BodyKeys
-from asz.store.scan import MIN_PIECE, NotCuttable, Shape, scan_body
+from asz.store.scan import (
+    MIN_PIECE,
+    NotCuttable,
+    Shape,
+    require_json_object,
+    scan_body,
+    scan_rest,
+)
 
 __all__ = [
     "CACHE_BYTES",
@@ -160,6 +167,7 @@ class SessionBodies:
         self._entries: dict[str, _Entry] = {}
         self._pieces: dict[str, memoryview] = {}
         self._tips: dict[str, str] = {}  # chain -> record id, least recently extended first
+        self._shapes: dict[str, Shape] = {}  # tip -> its shape, for tips this session cut
         self._cache = _BodyCache(cache_bytes)
 
     def __len__(self) -> int:
@@ -172,19 +180,76 @@ class SessionBodies:
         """A fresh copy of a held record's manifest (KeyError when not held)."""
         return orjson.loads(self._entries[record_id].meta_json)
 
-    def encode(self, record_id: str, role: str, src: str, body: bytes, keys: BodyKeys) -> Record:
+    def encode(
+        self,
+        record_id: str,
+        role: str,
+        src: str,
+        body: bytes,
+        keys: BodyKeys,
+        *,
+        sha256: str | None = None,
+        json_object: bool = False,
+    ) -> Record:
         """Cut ``body`` against what the session holds. The record is not added.
 
+        ``sha256`` is the body's digest when the caller already has it, and ``json_object``
+        says that orjson already parsed the body as a JSON object, so neither is done again.
         Raises Repeat when the id is held with the same digest, IdConflict when it is held with
         other bytes, and CodecError for a role it does not know or a body over ``MAX_BODY``.
         """
+        return self._encode(
+            record_id, role, src, body, keys, sha256=sha256, json_object=json_object
+        )[0]
+
+    def take(
+        self,
+        record_id: str,
+        role: str,
+        src: str,
+        body: bytes,
+        keys: BodyKeys,
+        *,
+        sha256: str | None = None,
+        json_object: bool = False,
+    ) -> Record:
+        """Cut ``body`` as ``encode`` does and hold the record at once.
+
+        Encoding already resolved the record as a reader gets it and compared what it rebuilds
+        to with ``body`` byte for byte, so holding it needs no second check: this is the path
+        for records this session cuts itself (a store then checks them again read back from
+        disk). Records from anywhere else go through ``add``.
+        """
+        record, entry, new_pieces, shape = self._encode(
+            record_id, role, src, body, keys, sha256=sha256, json_object=json_object
+        )
+        self._hold(entry, new_pieces)
+        # The body was just compared with what the record rebuilds to: no need to rebuild it.
+        self._cache.put(record_id, bytes(body))
+        if shape is not None and self._tips.get(entry.chain or "") == record_id:
+            self._shapes[record_id] = shape
+        return record
+
+    def _encode(
+        self,
+        record_id: str,
+        role: str,
+        src: str,
+        body: bytes,
+        keys: BodyKeys,
+        *,
+        sha256: str | None,
+        json_object: bool,
+    ) -> tuple[Record, _Entry, dict[str, memoryview], Shape | None]:
+        """The record, what holding it adds (resolved from the record as written), and the
+        body's shape when it was cut."""
         if role not in ROLES:
             raise CodecError(f"{role!r} is not a body role")
         body = bytes(body)  # no copy for bytes; a mutable buffer must not change under the cut
         if len(body) > MAX_BODY:
             raise CodecError(f"the body is {len(body)} bytes, more than {MAX_BODY}")
         _dumps(keys.as_dict())  # a key a manifest cannot carry is the caller's error
-        digest = hashlib.sha256(body).hexdigest()
+        digest = sha256 or hashlib.sha256(body).hexdigest()
         held = self._entries.get(record_id)
         if held is not None:
             if held.sha256 == digest:
@@ -198,18 +263,59 @@ class SessionBodies:
             "sha256": digest,
         }
         try:
-            shape = scan_body(body)
+            if not json_object:
+                require_json_object(body)
+            chain = self._known_front(body) if role == "request" else None
+            if chain is None:
+                shape = scan_body(body, checked=True)
+                first = shape.first_message
+                chain = chain_of(body[first[0] : first[1]]) if role == "request" and first else None
+                base, length = self._copy_base(body, chain)
+            else:
+                base, length = self._copy_base(body, chain)
+                shape = self._shape_after(body, base, length)
         except NotCuttable as err:
-            return _whole(head, body, keys, None, err.why)
-        first = shape.first_message
-        chain = chain_of(body[first[0] : first[1]]) if role == "request" and first else None
-        record = self._cut(head, body, keys, shape, chain)
+            return self._resolved(_whole(head, body, keys, None, err.why))
+        record = self._cut(head, body, keys, shape, chain, base=base, pos=length)
         try:
-            self._require_rebuilds_to(self._resolve(_round_trip(record))[0], body)
+            entry, new_pieces = self._resolve(_round_trip(record))
+            self._require_rebuilds_to(entry, body)
         except CodecError as err:
             why = f"the cut record does not rebuild the body: {err}"
-            return _whole(head, body, keys, chain, why)
-        return record
+            return self._resolved(_whole(head, body, keys, chain, why))
+        return record, entry, new_pieces, shape
+
+    def _resolved(
+        self, record: Record
+    ) -> tuple[Record, _Entry, dict[str, memoryview], Shape | None]:
+        return (record, *self._resolve(record), None)
+
+    def _known_front(self, body: bytes) -> str | None:
+        """The chain of a request that repeats a tip's front through that tip's first message.
+
+        Then its first message is the tip's, byte for byte, and so is its chain: the chain
+        is known without scanning the body. The byte after the first message is compared too,
+        since a number could go on past it.
+        """
+        for chain, record_id in reversed(self._tips.items()):
+            shape = self._shapes.get(record_id)
+            tip = self._cache.get(record_id)
+            if shape is None or shape.first_message is None or tip is None:
+                continue
+            end = shape.first_message[1] + 1
+            if body.startswith(memoryview(tip)[:end]):
+                return chain
+        return None
+
+    def _shape_after(self, body: bytes, base: _Entry | None, length: int) -> Shape:
+        """The body's shape, scanned only from the base's last mark within the shared front."""
+        shape = self._shapes.get(base.record_id) if base is not None else None
+        if shape is not None:
+            i = bisect_right(shape.marks, length) - 1
+            if i >= 0:
+                base_body = self._body(base.record_id)
+                return scan_rest(body, shape, shape.marks[i], base_body, checked=True)
+        return scan_body(body, checked=True)
 
     def add(self, record: Record) -> None:
         """Check an untrusted record against what is held, and hold it.
@@ -224,6 +330,9 @@ class SessionBodies:
         self._verify(entry)
         if held is not None:
             raise Repeat(entry.record_id)
+        self._hold(entry, new_pieces)
+
+    def _hold(self, entry: _Entry, new_pieces: dict[str, memoryview]) -> None:
         self._entries[entry.record_id] = entry
         for digest, view in new_pieces.items():
             self._pieces.setdefault(digest, view)
@@ -251,7 +360,12 @@ class SessionBodies:
         keys: BodyKeys,
         shape: Shape,
         chain: str | None,
+        *,
+        base: _Entry | None,
+        pos: int,
     ) -> Record:
+        """The record of ``body``, copying ``pos`` bytes of ``base``'s front (less where that
+        would end inside a piece) and cutting the rest at the shape's pieces."""
         view = memoryview(body)
         segs: list[list[Any]] = []
         blobs: list[int] = []
@@ -262,7 +376,13 @@ class SessionBodies:
             blobs.append(end - start)
             parts.append(view[start:end])
 
-        base, pos = self._copy_base(body, shape.pieces, chain)
+        # Never end inside a piece: stop at the start of the piece the front runs into.
+        pieces = shape.pieces
+        i = bisect_left(pieces, (pos, 0)) - 1
+        if i >= 0 and pieces[i][1] > pos:
+            pos = pieces[i][0]
+        if pos < MIN_COPY:
+            base, pos = None, 0
         depth = 0
         if base is not None:
             segs.append(["copy", base.record_id, base.sha256, pos])
@@ -285,10 +405,8 @@ class SessionBodies:
         )
         return Record(meta=meta, payload=b"".join(parts))
 
-    def _copy_base(
-        self, body: bytes, pieces: list[tuple[int, int]], chain: str | None
-    ) -> tuple[_Entry | None, int]:
-        """The candidate sharing the longest front with ``body``, and how much of it to copy."""
+    def _copy_base(self, body: bytes, chain: str | None) -> tuple[_Entry | None, int]:
+        """The candidate sharing the longest front with ``body``, and how long that front is."""
         best: _Entry | None = None
         best_len = 0
         for record_id in self._candidates(chain):
@@ -301,14 +419,6 @@ class SessionBodies:
                 continue
             if shared > best_len:
                 best, best_len = entry, shared
-        if best is None:
-            return None, 0
-        # Never end inside a piece: stop at the start of the piece the front runs into.
-        i = bisect_left(pieces, (best_len, 0)) - 1
-        if i >= 0 and pieces[i][1] > best_len:
-            best_len = pieces[i][0]
-        if best_len < MIN_COPY:
-            return None, 0
         return best, best_len
 
     def _candidates(self, chain: str | None) -> list[str]:
@@ -320,11 +430,13 @@ class SessionBodies:
         replaced = self._tips.pop(chain, None)
         if replaced is not None:
             self._cache.unpin(replaced)
+            self._shapes.pop(replaced, None)
         self._tips[chain] = record_id
         self._cache.pin(record_id)
         if len(self._tips) > MAX_TIPS:
-            oldest = next(iter(self._tips))
-            self._cache.unpin(self._tips.pop(oldest))
+            oldest = self._tips.pop(next(iter(self._tips)))
+            self._cache.unpin(oldest)
+            self._shapes.pop(oldest, None)
 
     # -- checking and rebuilding -----------------------------------------------------------
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from bisect import bisect_left
 from dataclasses import dataclass
 
 import orjson
@@ -83,25 +84,107 @@ class Shape:
 
     ``pieces`` are sorted, non-overlapping ``(start, end)`` byte spans; ``first_message`` is the
     span of ``messages[0]`` of the top-level object, which names the conversation a request
-    continues.
+    continues. ``marks`` are where the later elements of that ``messages`` array start: a body
+    that repeats this one's front up to a mark can be scanned from there (``scan_rest``), and
+    ``messages_end`` is where that array ends, past its ``]``; ``keys_after`` are where the
+    top-level members after it start.
     """
 
     pieces: list[tuple[int, int]]
     first_message: tuple[int, int] | None
+    marks: tuple[int, ...] = ()
+    messages_end: int | None = None
+    keys_after: tuple[int, ...] = ()
 
 
-def scan_body(body: bytes) -> Shape:
+def scan_body(body: bytes, *, checked: bool = False) -> Shape:
     """Validate ``body`` as one JSON object in UTF-8 and find its pieces.
 
+    ``checked`` says orjson already parsed this very body as an object (the collector parses
+    each body once for its keys), so validating it again would only repeat that parse.
     Raises NotCuttable when the body is not valid UTF-8, not valid JSON, not an object, or too
     deeply nested to be checked safely.
     """
-    _require_json_object(body)
-    text = _blank_escapes(body)
-    return _Scanner(body, text).shape()
+    if not checked:
+        require_json_object(body)
+    scanner = _Scanner(body, _blank_escapes(body))
+    pos = _expect(_OPEN_OBJECT, scanner.text, 0).end()
+    if _CLOSE_OBJECT.match(scanner.text, pos) is None:
+        scanner.members(pos)
+    return scanner.shape()
 
 
-def _require_json_object(body: bytes) -> None:
+def scan_rest(
+    body: bytes, base: Shape, mark: int, base_body: bytes, *, checked: bool = False
+) -> Shape:
+    """The shape of ``body``, whose first ``mark`` bytes are those of ``base_body`` (whose
+    shape is ``base``, and ``mark`` one of ``base.marks``), scanning as little as it can.
+
+    A request repeats the one before it, adds messages to the end of its ``messages`` array,
+    and ends with the same members after it (system prompt, tools, metadata). So only the
+    messages from ``mark`` on are scanned, and when the body ends with the bytes the base has
+    after its messages, their pieces are the base's, moved.
+
+    What a scan finds before a mark depends on the bytes before it alone: the mark starts an
+    element of the ``messages`` array, outside any string, after the separator that ends the
+    element before it, so no piece spans it, no escape pairs across it, and the pieces and
+    marks before it are the base's. The same holds past the array's end, so equal bytes after
+    it hold equal pieces. The array is taken to end where the base's tail begins only when
+    scanning the messages up to there finds that it does. ``checked`` is as for ``scan_body``.
+    """
+    if not checked:
+        require_json_object(body)
+    kept_marks = base.marks[: base.marks.index(mark)]  # ValueError for what is no mark
+    assert base.first_message is not None and base.messages_end is not None  # marks follow
+    front = base.pieces[: bisect_left(base.pieces, (mark, 0))]
+    moved = len(body) - len(base_body)
+    for key in base.keys_after:
+        end = key + moved
+        if end > mark and body.endswith(memoryview(base_body)[key:]):
+            part = _members_until(body[mark:end], base.first_message[0] - mark)
+            if part is not None:
+                after = base.pieces[bisect_left(base.pieces, (key, 0)) :]
+                return Shape(
+                    pieces=front
+                    + [(start + mark, stop + mark) for start, stop in part.pieces]
+                    + [(start + moved, stop + moved) for start, stop in after],
+                    first_message=base.first_message,
+                    marks=kept_marks + tuple(at + mark for at in part.marks),
+                    messages_end=(part.messages_end or 0) + mark,
+                    keys_after=tuple(at + mark for at in part.keys_after)
+                    + tuple(at + moved for at in base.keys_after if at >= key),
+                )
+            break
+    rest = body[mark:]
+    scanner = _Scanner(rest, _blank_escapes(rest))
+    # In the rest's offsets; a later ``messages`` member must not count as the first.
+    scanner.first_message = (base.first_message[0] - mark, base.first_message[1] - mark)
+    scanner.messages_from(0)
+    found_rest = scanner.shape()
+    return Shape(
+        pieces=front + [(start + mark, stop + mark) for start, stop in found_rest.pieces],
+        first_message=base.first_message,
+        marks=kept_marks + tuple(at + mark for at in found_rest.marks),
+        messages_end=(found_rest.messages_end or 0) + mark,
+        keys_after=tuple(at + mark for at in found_rest.keys_after),
+    )
+
+
+def _members_until(part: bytes, first_message_start: int) -> Shape | None:
+    """The shape of ``part``: the rest of a ``messages`` array from an element on, then top-level
+    members up to the key ``part`` ends at; None when ``part`` is not that. Everything scanned
+    lies inside ``part``, so what it finds is what a scan of the whole body finds there."""
+    scanner = _Scanner(part, _blank_escapes(part))
+    scanner.first_message = (first_message_start, first_message_start)
+    try:
+        scanner.messages_from(0)
+    except NotCuttable:
+        return None
+    return scanner.shape() if scanner.ended_at_key else None
+
+
+def require_json_object(body: bytes) -> None:
+    """Raise NotCuttable unless ``body`` is one JSON object in UTF-8 (what scanning trusts)."""
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -152,38 +235,71 @@ def _max_nesting(text: bytes) -> int:
 
 
 class _Scanner:
-    """One pass over a validated body (``text`` is the body with its escapes blanked)."""
+    """One pass over a validated body (``text`` is the body with its escapes blanked).
+
+    It walks the top-level members, looking only into the ``tools`` and ``messages`` arrays,
+    and then finds the long strings outside the ``tools`` arrays.
+    """
 
     def __init__(self, body: bytes, text: bytes) -> None:
         self.body = body
         self.text = text
+        self.tools_arrays: list[tuple[int, int]] = []
+        self.tool_pieces: list[tuple[int, int]] = []
+        self.first_message: tuple[int, int] | None = None
+        self.marks: list[int] = []
+        self.messages_end: int | None = None
+        self.keys_after: list[int] = []
+        self.ended_at_key = False
 
     def shape(self) -> Shape:
-        """Walk the top-level members; only ``tools`` and ``messages`` arrays are looked into."""
+        longs = self._long_values(_gaps(self.tools_arrays, len(self.text)))
+        return Shape(
+            pieces=sorted(self.tool_pieces + longs),
+            first_message=self.first_message,
+            marks=tuple(self.marks),
+            messages_end=self.messages_end,
+            keys_after=tuple(self.keys_after),
+        )
+
+    def members(self, pos: int) -> None:
+        """Walk the top-level members from the key at ``pos`` to the object's end."""
         text = self.text
-        tools_arrays: list[tuple[int, int]] = []
-        tool_pieces: list[tuple[int, int]] = []
-        first_message: tuple[int, int] | None = None
-        pos = _expect(_OPEN_OBJECT, text, 0).end()
-        more = _CLOSE_OBJECT.match(text, pos) is None
-        while more:
+        while True:
+            if pos == len(text):  # only where a scan stops short of the body's end
+                self.ended_at_key = True
+                return
+            if self.messages_end is not None:
+                self.keys_after.append(pos)
             key = _expect(_MEMBER_KEY, text, pos)
             name = self._key_name(*key.span(1))
             start = key.end()
             is_array = text[start] == ord("[")
             if name == "tools" and is_array:
                 items, end = self._array_items(start)
-                tool_pieces.extend(items)
-                tools_arrays.append((start, end))
+                self.tool_pieces.extend(items)
+                self.tools_arrays.append((start, end))
+            elif name == "messages" and is_array and self.first_message is None:
+                items, end = self._array_items(start)
+                if items:
+                    self.first_message = items[0]
+                    self.marks.extend(item_start for item_start, _ in items[1:])
+                    self.messages_end = end
             else:
                 end = self._value_end(start)
-                if name == "messages" and is_array and first_message is None:
-                    first_message = self._first_item(start)
             after = _expect(_AFTER_VALUE, text, end)
-            more = after.group(1) == b","
+            if after.group(1) != b",":
+                return
             pos = after.end()
-        longs = self._long_values(_gaps(tools_arrays, len(text)))
-        return Shape(pieces=sorted(tool_pieces + longs), first_message=first_message)
+
+    def messages_from(self, pos: int) -> None:
+        """Walk on from ``pos``, an element of the first ``messages`` array after its first."""
+        items, end = self.items_from(pos)
+        self.marks.extend(item_start for item_start, _ in items)
+        self.messages_end = end
+        after = _expect(_AFTER_VALUE, self.text, end)
+        if after.group(1) == b",":
+            self.members(after.end())
 
     def _key_name(self, start: int, end: int) -> str:
         raw = self.body[start:end]
@@ -191,20 +307,17 @@ class _Scanner:
             return raw[1:-1].decode()
         return json.loads(raw)  # an escaped spelling of a key still names that key
 
-    def _first_item(self, start: int) -> tuple[int, int] | None:
-        """The span of the first element of the array at ``start``."""
-        pos = _expect(_OPEN_ARRAY, self.text, start).end()
-        if _CLOSE_ARRAY.match(self.text, pos):
-            return None
-        return pos, self._value_end(pos)
-
     def _array_items(self, start: int) -> tuple[list[tuple[int, int]], int]:
         """The spans of the elements of the array at ``start``, and where the array ends."""
+        pos = _expect(_OPEN_ARRAY, self.text, start).end()
+        if _CLOSE_ARRAY.match(self.text, pos):
+            return [], pos + 1
+        return self.items_from(pos)
+
+    def items_from(self, pos: int) -> tuple[list[tuple[int, int]], int]:
+        """The spans of the elements of an array from the one at ``pos`` on, and its end."""
         text = self.text
-        pos = _expect(_OPEN_ARRAY, text, start).end()
         items: list[tuple[int, int]] = []
-        if _CLOSE_ARRAY.match(text, pos):
-            return items, pos + 1
         while True:
             end = self._value_end(pos)
             items.append((pos, end))
