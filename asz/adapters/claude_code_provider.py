@@ -20,21 +20,25 @@ Waiting and unreadable bodies never fail a pass; conflicts and errors do.
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
+import stat
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from asz.adapters.claims import Claimer, RequestBook
 from asz.adapters.provider_index import sync_index
 from asz.adapters.provider_source import (
+    Listing,
     NotReadable,
     SourceFile,
     TooLarge,
     list_sources,
     look_at_json,
+    parse_body_name,
     read_body,
 )
 from asz.adapters.session_filter import SessionJudge, Verdict
@@ -82,29 +86,141 @@ class ProviderResult:
     errors: list[str] = field(default_factory=list)
 
 
+class ProviderState:
+    """What the adapter keeps from one pass to the next in one process.
+
+    The open ledger: reading every entry's stat again costs more than the rest of an idle pass
+    over a large directory. And the files the last pass left unsettled (anything but landed
+    at the stat it was judged at), so that a pass told which files changed looks at those and
+    these only. ``asz collect --once`` starts from a fresh state and closes it; the service
+    keeps one for its life. A pass that fails forgets everything, so the next one reopens the
+    ledger as last saved and lists the directory again.
+    """
+
+    def __init__(self) -> None:
+        self._ledger: Ledger | None = None
+        self._mark: tuple[int, ...] | None = None
+        self.unsettled: dict[str, SourceFile] | None = None
+        """None until a pass listed the whole directory."""
+
+    def ledger(self, root: Root) -> Ledger:
+        """The open ledger, opened again when its file is not the one this state last saved
+        (replaced, removed or written by anything else)."""
+        if self._ledger is None or self._mark != _file_mark(ledger_path(root)):
+            self.close()
+            self._ledger = load_ledger(root)
+            self.saved(root)
+        return self._ledger
+
+    def saved(self, root: Root) -> None:
+        self._mark = _file_mark(ledger_path(root))
+
+    def close(self) -> None:
+        """Closes the ledger (what was not saved is rolled back) and forgets the listing."""
+        if self._ledger is not None:
+            self._ledger.close()
+        self._ledger = None
+        self.unsettled = None
+
+
 def collect_bodies(
     config: Config,
     root: Root,
     store: BodyStore,
     judge: SessionJudge,
     now: float | None = None,
+    *,
+    state: ProviderState | None = None,
+    changed: Collection[str] | None = None,
 ) -> ProviderResult:
-    """One pass over the bodies directory; the caller holds the root's collector lock."""
+    """One pass over the bodies directory; the caller holds the root's collector lock.
+
+    ``changed``: the names of the files that may have changed since the last pass with this
+    ``state`` (events are hints): only those and the files it left unsettled are looked at.
+    Without it, or before any pass of ``state`` listed the directory, the directory is listed.
+    """
+    own = state is None
+    state = state or ProviderState()
+    try:
+        return _collect(config, root, store, judge, now=now, state=state, changed=changed)
+    except BaseException:
+        state.close()
+        raise
+    finally:
+        if own:
+            state.close()
+
+
+def _collect(
+    config: Config,
+    root: Root,
+    store: BodyStore,
+    judge: SessionJudge,
+    *,
+    now: float | None,
+    state: ProviderState,
+    changed: Collection[str] | None,
+) -> ProviderResult:
     directory = config.bodies_dir
-    listing = list_sources(directory)
+    if changed is None or state.unsettled is None:
+        listing = list_sources(directory)
+        looked_for = None
+    else:
+        looked_for = state.unsettled.keys() | changed
+        listing = _look_again(directory, looked_for)
     result = ProviderResult(errors=list(listing.errors))
     if not listing.exists:
+        state.unsettled = None
         return result
-    with load_ledger(root) as ledger:
-        result.errors += ledger.problems
-        run = _Pass(config, root, store, judge, ledger, now=now, result=result)
-        run.index(directory)
-        run.look(listing.files)
-        run.claim_and_land()
-        crash_point("provider.landed")
-        ledger.save()
-        crash_point("provider.ledger")
+    ledger = state.ledger(root)
+    result.errors += ledger.problems
+    ledger.problems = []
+    present = {source.name for source in listing.files}
+    run = _Pass(config, root, store, judge, ledger, now=now, result=result)
+    run.index(directory)
+    run.look(listing.files, (ledger.names() if looked_for is None else looked_for) - present)
+    run.claim_and_land()
+    crash_point("provider.landed")
+    if ledger.save():
+        state.saved(root)
+    crash_point("provider.ledger")
+    state.unsettled = {source.name: source for source in run.unsettled if not run.settled(source)}
     return result
+
+
+def _look_again(directory: Path, names: Iterable[str]) -> Listing:
+    """The files of ``names`` that are there, as ``list_sources`` would list them, with one
+    ``lstat`` each; a name no longer there (or no longer a regular file) is left out."""
+    try:
+        exists = stat.S_ISDIR(os.stat(directory).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        exists = False
+    listing = Listing(exists=exists)
+    if not exists:
+        return listing
+    for name in sorted(names):
+        parsed = parse_body_name(name)
+        if parsed is None:
+            continue
+        try:
+            info = os.lstat(directory / name)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as err:
+            listing.errors.append(f"{name}: cannot be looked at: {err.strerror}")
+            continue
+        if stat.S_ISREG(info.st_mode):
+            listing.files.append(SourceFile(name, parsed[1], info.st_size, info.st_mtime_ns))
+    return listing
+
+
+def _file_mark(path: Path) -> tuple[int, ...] | None:
+    """What changes whenever anything writes, replaces or removes the file at ``path``."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 class _Pass:
@@ -143,6 +259,8 @@ class _Pass:
         self.objects: set[str] = set()
         """Digests of the bodies orjson parsed as JSON objects this pass: landing them need
         not parse them again."""
+        self.unsettled: list[SourceFile] = []
+        """Files looked at that were not landed at their stat."""
         self._has_bodies: dict[str, bool] = {}
         self._facts_checked: dict[str, bool] = {}
         self.requests_dropped = False
@@ -177,14 +295,24 @@ class _Pass:
         result.conflicts += found.conflicts
         result.errors += found.errors
 
-    def look(self, files: list[SourceFile]) -> None:
-        """Answers each file from the ledger where its stat allows, else reads it."""
-        judged_at = self.ledger.judged_at
+    def look(self, files: list[SourceFile], gone: set[str]) -> None:
+        """Answers each file from the ledger where its stat allows, else reads it, and forgets
+        the files of ``gone``. A file landed at its stat needs nothing more, so it is passed
+        over first (an idle pass over a large directory is mostly that)."""
+        judged_at, has_bodies, unsettled = self.ledger.judged_at, self.has_bodies, self.unsettled
         for source in files:
             seen = judged_at(source.name, source.size, source.mtime_ns)
+            if seen is not None and seen[0] == State.LANDED and has_bodies(seen[1]):
+                continue
+            unsettled.append(source)
             if seen is None or not self._answer(source.name, *seen):
                 self._read(source, self.ledger.get(source.name))
-        self._prune({source.name for source in files})
+        self._prune(gone)
+
+    def settled(self, source: SourceFile) -> bool:
+        """Whether the file is landed at the stat it was looked at with."""
+        seen = self.ledger.judged_at(source.name, source.size, source.mtime_ns)
+        return seen is not None and seen[0] == State.LANDED
 
     def _answer(self, name: str, state: str, session: str) -> bool:
         """Counts an unchanged file from the ledger; False when it must be read again."""
@@ -272,10 +400,10 @@ class _Pass:
             why = f"session {session} already holds this body with other bytes"
         self.result.conflicts.append(f"{name}: {why}")
 
-    def _prune(self, present: set[str]) -> None:
+    def _prune(self, gone: set[str]) -> None:
         """Forgets files that are gone, except what is still landed: a landed request keeps
         naming the call before it, and a changed file that is gone leaves its landed bytes."""
-        for name in self.ledger.names() - present:
+        for name in gone:
             entry = self.ledger.get(name)
             if entry is None:
                 continue
@@ -321,8 +449,7 @@ class _Pass:
 
     def _claimer(self) -> Claimer:
         """The claim rules over every request known (landed, judged before, or read now)."""
-        book = RequestBook()
-        book.add_all(self.ledger.requests())
+        book = RequestBook(self.ledger.requests)
         return Claimer(
             book,
             self.index_claims,
