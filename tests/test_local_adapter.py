@@ -267,6 +267,70 @@ def test_a_lost_cursor_is_rebuilt_from_the_landed_files(tmp_path: Path) -> None:
     assert landed_bytes(config) == path.read_bytes()
 
 
+def test_derived_state_left_empty_by_a_power_cut_is_rebuilt(tmp_path: Path) -> None:
+    """Cursors, facts and the seq file are written without a disk sync, so a power cut may
+    leave any of them empty: each then counts as missing."""
+    config = make_config(tmp_path)
+    path = transcript(config)
+    path.write_bytes(jline(promptId="p1") + b"\n" + assistant_line("msg_A", "req_A") + b"\n")
+    run(config)
+    root = Root(config.root)
+    directory = stream_dir(config, f"{PROJECT}/{SESSION}.jsonl")
+    for derived in (
+        directory / CURSOR_FILE,
+        facts_path(root, SESSION),
+        root.session_dir(SESSION) / "seq",
+    ):
+        derived.write_bytes(b"")
+    append(path, assistant_line("msg_B", "req_B") + b"\n")
+
+    assert run(config).files_landed == 1
+    assert landed_bytes(config) == path.read_bytes()
+    assert [landed.seq for landed in root.landed(directory)] == [1, 2]
+    assert sorted(load_facts(root, SESSION).calls) == ["msg_A", "msg_B"]
+    assert not verify_root(root, checks=[transcript_check]).problems
+
+
+def test_a_landed_file_the_disk_lost_lands_again(tmp_path: Path) -> None:
+    """A power cut before the end-of-pass directory sync may keep the cursor naming a landed
+    file yet lose the file itself: the cursor no longer matches, and the window lands again."""
+    config = make_config(tmp_path)
+    path = transcript(config)
+    path.write_bytes(jline(promptId="p1") + b"\n")
+    run(config)
+    append(path, assistant_line("msg_A", "req_A") + b"\n")
+    run(config)
+    root = Root(config.root)
+    directory = stream_dir(config, f"{PROJECT}/{SESSION}.jsonl")
+    newest = root.landed(directory)[-1]
+    assert load_cursor(directory).last_seq == newest.seq  # type: ignore[union-attr]
+    newest.path.unlink()
+
+    assert run(config).files_landed == 1
+    assert landed_bytes(config) == path.read_bytes()
+    assert [landed.seq for landed in root.landed(directory)] == [1, 3]
+    assert load_facts(root, SESSION).calls == {"msg_A": CallFact("msg_A", "req_A", "main", "p1")}
+    assert not verify_root(root, checks=[transcript_check]).problems
+
+
+def test_the_lock_sweeps_temporaries_only_when_another_process_held_the_root(
+    tmp_path: Path,
+) -> None:
+    config = make_config(tmp_path)
+    transcript(config).write_bytes(jline() + b"\n")
+    run(config)
+    root = Root(config.root)
+    left = root.transcripts_dir(SESSION) / ".tmp-left-by-a-killed-writer"
+    left.write_bytes(b"half")
+
+    run(config)
+    assert left.exists(), "this process held the root last: nobody else could have left it"
+
+    (root.path / "_lock").write_bytes(b"another collector's token")
+    run(config)
+    assert not left.exists()
+
+
 def test_windows_respect_the_budget_and_the_per_pass_limit(tmp_path: Path) -> None:
     config = make_config(tmp_path, budget=4096)
     path = transcript(config)

@@ -19,6 +19,7 @@ import contextlib
 import fcntl
 import os
 import re
+import secrets
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -173,7 +174,7 @@ def collector_lock(root: Root, wait: bool = False) -> Iterator[None]:
 
     The kernel releases an flock when its process dies, so a crashed collector never leaves
     the root locked; what it was writing is left as temporary files, removed here once the
-    lock is held.
+    lock is held (see :func:`_remove_temps_of_others`).
     """
     private_dir(root.path)
     fd = os.open(root.path / "_lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
@@ -184,7 +185,31 @@ def collector_lock(root: Root, wait: bool = False) -> Iterator[None]:
             raise Busy(f"another collector holds {root.path}") from None
         check_private(root)
         root.ensure()
-        remove_stale_temps(root.path)
+        _remove_temps_of_others(root, fd)
         yield
     finally:
         os.close(fd)
+
+
+_TOKEN_BYTES = 16
+_tokens: dict[Path, bytes] = {}
+"""The token this process last wrote into each root's lock file."""
+
+
+def _remove_temps_of_others(root: Root, fd: int) -> None:
+    """Removes the temporary files killed collectors left, unless this process held the root
+    last.
+
+    Removing them walks the whole root, which grows with every session. Each holder writes a
+    fresh token into the lock file, so finding the one this process wrote means no other
+    process has held the root since; and this process's own writes remove their temporary
+    files whatever fails, short of the process being killed.
+    """
+    key = root.path.absolute()
+    found = os.pread(fd, _TOKEN_BYTES + 1, 0)
+    if found != _tokens.get(key):
+        remove_stale_temps(root.path)
+    token = secrets.token_bytes(_TOKEN_BYTES)
+    os.pwrite(fd, token, 0)
+    os.ftruncate(fd, _TOKEN_BYTES)
+    _tokens[key] = token

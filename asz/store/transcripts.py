@@ -20,7 +20,7 @@ covers, and a cursor that does not match the landed files (or is missing, empty 
 rebuilt from them. That check is also why the cursor is written without a disk sync, and why
 the directory of a landed file may be synced once at the end of a pass: after a power cut, a
 cursor naming a landed file the disk lost no longer matches, so the source lands again from
-what the disk kept.
+what the disk kept (a source is skipped unread only while the file its cursor names is there).
 Readers never count a byte twice even so: a window that starts before the end of what was
 already read back is a re-landed one, and only its bytes past that end are new.
 
@@ -449,6 +449,23 @@ def mark_gone(stream_dir: Path) -> None:
     save_cursor(stream_dir, cursor)
 
 
+def _still_landed(stream_dir: Path, cursor: Cursor) -> bool:
+    """Whether the landed file the cursor names as its last is there.
+
+    A cursor is written without a disk sync and the directory of a landed file is synced only
+    at the end of a pass, so a power cut can keep a cursor that saw the source as it is now
+    and lose the file it names: such a source must not be skipped, or that window would land
+    again only once the source grows. One ``lstat`` per unchanged source tells.
+    """
+    if cursor.last_seq == 0:
+        return True
+    try:
+        named = os.lstat(stream_dir / Root.landed_name(TRANSCRIPT, cursor.last_seq))
+    except OSError:
+        return False
+    return stat.S_ISREG(named.st_mode)
+
+
 class TranscriptLander:
     """Lands the sources of one session, each from where it was last landed.
 
@@ -485,7 +502,7 @@ class TranscriptLander:
         if cursor is not None and cursor.source != source.relpath:
             outcome.conflict = f"its stream dir {source.key} already holds {cursor.source}"
             return outcome
-        if cursor is not None and cursor.seen_as(source.seen):
+        if cursor is not None and cursor.seen_as(source.seen) and _still_landed(directory, cursor):
             if cursor.state == CONFLICT:
                 outcome.conflict = cursor.reason
             return outcome
