@@ -66,12 +66,14 @@ def run_pass(
     *,
     provider: ProviderState | None = None,
     changed_bodies: Collection[str] | None = None,
+    rescan: bool = False,
 ) -> PassCounts:
     """Lands everything new under the Claude Code directory; the caller holds the root lock.
 
     A long-running caller keeps ``provider`` from pass to pass, and may say which body files
     changed since its last pass (``changed_bodies``, names in the bodies directory) so that
-    the bodies directory is not listed; ``asz collect --once`` gives neither.
+    the bodies directory is not listed; on a ``rescan`` it is still listed when its mtime
+    moved. ``asz collect --once`` gives none of these.
     """
     started = time.monotonic()
     counts = PassCounts()
@@ -98,7 +100,14 @@ def run_pass(
         judge = SessionJudge(config, root)
         try:
             bodies = collect_bodies(
-                config, root, store, judge, now=now, state=provider, changed=changed_bodies
+                config,
+                root,
+                store,
+                judge,
+                now=now,
+                state=provider,
+                changed=changed_bodies,
+                rescan=rescan,
             )
         except WRITE_FAILED as err:
             bodies = ProviderResult(errors=[_stopped("landing bodies", err)])

@@ -199,3 +199,26 @@ def test_a_request_id_is_named_by_one_session_by_several_or_by_none(
         sessions = {session for session, prev in requests if prev == request_id}
         expected = None if not sessions else sessions.pop() if len(sessions) == 1 else SEVERAL
         assert book.namer(request_id) == expected
+
+
+def test_a_book_reads_its_requests_only_when_a_response_needs_them() -> None:
+    loads: list[int] = []
+
+    def load() -> list[tuple[str | None, str | None, int]]:
+        loads.append(1)
+        return [(A, "req_1", T0), (B, "req_2", T0)]
+
+    book = RequestBook(load)
+    claimer = Claimer(book, {}, transcripts({}), set)
+    assert claimer.claim("r.request.json", "request", BodyKeys(session=A), T0).session == A
+    assert loads == [], "a request names its own session"
+    assert claimer.claim("req_1.response.json", "response", response("req_1", None), T0) == Claim(
+        A, By.REQUEST
+    )
+    assert claimer.claim("req_2.response.json", "response", response("req_2", None), T0) == Claim(
+        B, By.REQUEST
+    )
+    assert loads == [1], "read once, when first asked"
+    book.add(A, "req_2", T0 + 1)
+    assert book.namer("req_2") == SEVERAL
+    assert book.sessions() == {A, B}

@@ -6,6 +6,7 @@ import hashlib
 import sqlite3
 import stat
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import orjson
@@ -276,3 +277,27 @@ def test_changes_not_saved_are_forgotten(tmp_path: Path) -> None:
     with load_ledger(root) as again:
         assert [item.name for item in again] == ["kept.request.json"]
         assert again.facts_marks() == {}
+
+
+def test_the_landed_sessions_are_those_of_landed_entries_only(tmp_path: Path) -> None:
+    with load_ledger(Root(tmp_path)) as ledger:
+        ledger.put(entry("a.request.json", State.LANDED, session=A))
+        ledger.put(entry("b.request.json", State.WAITING, session=B))
+        ledger.put(entry("c.request.json", State.CHANGED, session=B))
+        assert ledger.landed_sessions() == {A}
+        ledger.put(entry("b.request.json", State.LANDED, session=B))
+        ledger.drop("a.request.json")
+        assert ledger.landed_sessions() == {B}
+
+
+def test_a_ledger_kept_open_is_used_and_saved_from_another_thread(tmp_path: Path) -> None:
+    root = Root(tmp_path)
+    ledger = load_ledger(root)
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(ledger.put, entry("a.request.json", State.LANDED, session=A)).result()
+            assert pool.submit(ledger.save).result() is True
+    finally:
+        ledger.close()
+    with load_ledger(root) as again:
+        assert again.judged_at("a.request.json", 10, 20) == ("landed", A)

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from asz.adapters.claude_code_local import collect_transcripts
 from asz.adapters.claude_code_provider import (
     ProviderResult,
+    ProviderState,
     collect_bodies,
     describe_sources,
 )
@@ -860,3 +861,138 @@ def test_a_response_two_sessions_named_is_claimed_once_one_of_the_requests_is_go
     claimed = env.run()
     assert (claimed.bodies_landed, claimed.waiting) == (1, 0)
     assert env.body(A, "req_x.response") == response("msg_x")
+
+
+# A state kept from pass to pass, as the service keeps it, told which files changed.
+
+
+def kept_pass(
+    env: Env, state: ProviderState, changed: set[str] | None, rescan: bool = False
+) -> ProviderResult:
+    """A pass as the service runs it: transcripts first, then bodies with ``state`` kept."""
+    local = collect_transcripts(env.config, env.root)
+    assert local.errors == [] and local.conflicts == []
+    judge = SessionJudge(env.config, env.root)
+    return collect_bodies(
+        env.config, env.root, env.store, judge, NOW, state=state, changed=changed, rescan=rescan
+    )
+
+
+def outcome(result: ProviderResult) -> tuple:
+    return (
+        result.bodies_landed,
+        result.waiting,
+        result.unreadable,
+        result.excluded,
+        sorted(result.conflicts),
+        result.errors,
+    )
+
+
+def quiet(env: Env) -> None:
+    """Dates the bodies directory an hour back, so a listing of it is trusted to stand."""
+    os.utime(env.bodies, ns=(int((NOW - HOUR) * 1e9),) * 2)
+
+
+STEPS: list[list[tuple[str, bytes, float]]] = [
+    [("r1.request.json", request(A), BASE), ("req_a1.response.json", response("m1"), BASE + 1)],
+    [("r2.request.json", request(A, prev="req_a1", text="two"), BASE + 2)],
+    [("late.response.json", b'{"id": "m9", "content": [', BASE + 3)],
+    [("r1.request.json", request(A, text="edited"), BASE + 4)],
+    [("b1.request.json", request(B), BASE + 5), ("r1.request.json", request(A), BASE + 6)],
+    [("late.response.json", response("m9"), NOW - 60)],
+]
+
+
+def test_a_kept_state_told_what_changed_lands_what_fresh_passes_land(tmp_path: Path) -> None:
+    fresh, kept = make_env(tmp_path / "fresh"), make_env(tmp_path / "kept")
+    state = ProviderState()
+    for number, step in enumerate(STEPS):
+        for current in (fresh, kept):
+            current.transcript(A, ("m9",))
+            current.transcript(B)
+            for name, data, at in step:
+                current.write(name, data, at)
+        hints = None if number == 0 else {name for name, _data, _at in step}
+        assert outcome(kept_pass(kept, state, hints)) == outcome(fresh.run()), f"step {number}"
+    for name, data, _at in STEPS[0] + STEPS[1] + STEPS[-1]:
+        assert kept.body(A, name[: -len(".json")]) == data
+    assert kept.body(B, "b1.request") == request(B)
+    assert sorted(path.name for path in kept.landed_files(A)) == sorted(
+        path.name for path in fresh.landed_files(A)
+    )
+
+
+def test_a_pass_told_of_changes_looks_at_those_files_only(env: Env) -> None:
+    env.transcript(A)
+    state = ProviderState()
+    env.write("r1.request.json", request(A), BASE)
+    assert kept_pass(env, state, None).bodies_landed == 1
+    env.write("r2.request.json", request(A, text="two"), BASE + 1)
+    env.write("r3.request.json", request(A, text="three"), BASE + 2)
+    assert kept_pass(env, state, {"r2.request.json"}).bodies_landed == 1
+    assert kept_pass(env, state, set()).bodies_landed == 0, "r3 was named by no event"
+    assert kept_pass(env, state, None).bodies_landed == 1, "a listing finds it"
+
+
+def test_a_rescan_lists_the_directory_only_when_its_entries_moved(env: Env) -> None:
+    env.transcript(A)
+    state = ProviderState()
+    env.write("r1.request.json", request(A), BASE)
+    quiet(env)
+    assert kept_pass(env, state, None).bodies_landed == 1
+    env.write("r2.request.json", request(A, text="two"), BASE + 1)
+    assert kept_pass(env, state, set(), rescan=True).bodies_landed == 1, "a file came"
+    quiet(env)
+    assert kept_pass(env, state, None).bodies_landed == 0
+    path = env.bodies / "r1.request.json"
+    path.write_bytes(request(A, text="edited in place"))
+    assert os.stat(env.bodies).st_mtime_ns == int((NOW - HOUR) * 1e9)
+    assert complete(kept_pass(env, state, set(), rescan=True)), "no entry came or went"
+    told = kept_pass(env, state, {"r1.request.json"}, rescan=True)
+    assert len(told.conflicts) == 1 and "r1.request.json" in told.conflicts[0]
+
+
+def test_a_rescan_of_an_unmoved_directory_lands_a_removed_session_again(env: Env) -> None:
+    env.transcript(A)
+    state = ProviderState()
+    env.write("r1.request.json", request(A), BASE)
+    quiet(env)
+    assert kept_pass(env, state, None).bodies_landed == 1
+    assert kept_pass(env, state, set(), rescan=True).bodies_landed == 0
+    shutil.rmtree(env.root.session_dir(A))
+    assert kept_pass(env, state, set(), rescan=True).bodies_landed == 1
+    assert env.body(A, "r1.request") == request(A)
+
+
+def test_a_ledger_replaced_behind_a_kept_state_is_read_again_and_lands_nothing_twice(
+    env: Env,
+) -> None:
+    env.transcript(A)
+    state = ProviderState()
+    env.write("r1.request.json", request(A), BASE)
+    env.write("r2.request.json", request(A, text="two"), BASE + 1)
+    assert kept_pass(env, state, None).bodies_landed == 2
+    files = env.landed_files(A)
+    ledger_path(env.root).unlink()
+    after = kept_pass(env, state, set())
+    assert (after.bodies_landed, after.files) == (0, 0) and complete(after)
+    with load_ledger(env.root) as ledger:
+        assert {entry.name: entry.mtime_ns for entry in ledger} == {
+            "r1.request.json": int(BASE * 1e9),
+            "r2.request.json": int((BASE + 1) * 1e9),
+        }, "every file was listed and read again, not only the named ones"
+    assert env.landed_files(A) == files
+
+
+def test_a_pass_that_fails_leaves_the_kept_state_to_list_again(env: Env) -> None:
+    env.transcript(A)
+    state = ProviderState()
+    env.write("r1.request.json", request(A), BASE)
+    assert kept_pass(env, state, None).bodies_landed == 1
+    env.write("r2.request.json", request(A, text="two"), BASE + 1)
+    no_judge: SessionJudge = None  # type: ignore[assignment]
+    with pytest.raises(AttributeError):
+        collect_bodies(env.config, env.root, env.store, no_judge, NOW, state=state, changed=set())
+    assert state.unsettled is None
+    assert kept_pass(env, state, set()).bodies_landed == 1, "listed again after the failure"

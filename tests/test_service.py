@@ -594,6 +594,28 @@ def test_a_half_written_body_lands_once_complete(tmp_path: Path, claude: Claude)
     assert landed_body(tmp_path, claude.path, root, A, "half.request") == whole
 
 
+def test_a_landed_body_rewritten_in_place_is_a_conflict_without_a_rescan(
+    tmp_path: Path, claude: Claude
+) -> None:
+    """A pass for changes looks only at the files the watcher named: an edit in place, which
+    leaves the directory's own mtime alone, must be among them."""
+    root = tmp_path / "root"
+    claude.start_transcript(A)
+    original = request_body(A, "original")
+    claude.body("r1.request.json", original)
+    claude.body("r2.request.json", request_body(A, "other"))
+    with running_service(tmp_path, claude.path, root, *FAST, "--rescan-interval", "600") as svc:
+        svc.wait_ready()
+        assert svc.metric("asz_bodies_landed_total") == 2
+        (claude.bodies / "r1.request.json").write_bytes(request_body(A, "edited"))
+        svc.wait_for_metric("asz_conflicts", lambda value: value == 1)
+        (claude.bodies / "r1.request.json").write_bytes(original)
+        svc.wait_for_metric("asz_conflicts", lambda value: value == 0)
+        assert svc.metric("asz_rescans_total") == 0, "events did it, not a rescan"
+        assert svc.stop() == 0
+    assert landed_body(tmp_path, claude.path, root, A, "r1.request") == original
+
+
 def test_a_burst_of_3000_files_all_lands(tmp_path: Path, claude: Claude) -> None:
     root = tmp_path / "root"
     for session in (A, B):

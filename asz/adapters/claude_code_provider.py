@@ -67,6 +67,9 @@ KEEP_BYTES = 64 * 1024 * 1024
 """Bodies read while judging that are kept for landing instead of being read a second time."""
 SEARCH_AGAIN_NS = 24 * 3600 * 1_000_000_000
 """How long an unclaimed response goes without its transcripts searched again, at most."""
+QUIET_NS = 1_000_000_000
+"""How long the bodies directory must have gone unchanged before a listing of it is trusted
+to stand until its mtime moves."""
 
 
 @dataclass(slots=True)
@@ -102,12 +105,17 @@ class ProviderState:
         self._mark: tuple[int, ...] | None = None
         self.unsettled: dict[str, SourceFile] | None = None
         """None until a pass listed the whole directory."""
+        self.listed: tuple[int, ...] | None = None
+        """The directory's mark when it was last listed, if it had been quiet for a while."""
+
+    def check(self, root: Root) -> None:
+        """Forgets everything when the ledger's file is not the one this state last saved
+        (replaced, removed or written by anything else): the files must be judged afresh."""
+        if self._ledger is not None and self._mark != _file_mark(ledger_path(root)):
+            self.close()
 
     def ledger(self, root: Root) -> Ledger:
-        """The open ledger, opened again when its file is not the one this state last saved
-        (replaced, removed or written by anything else)."""
-        if self._ledger is None or self._mark != _file_mark(ledger_path(root)):
-            self.close()
+        if self._ledger is None:
             self._ledger = load_ledger(root)
             self.saved(root)
         return self._ledger
@@ -115,12 +123,24 @@ class ProviderState:
     def saved(self, root: Root) -> None:
         self._mark = _file_mark(ledger_path(root))
 
+    def unmoved(self, directory: Path, root: Root) -> bool:
+        """Whether no file came or went in ``directory`` since it was last listed (its mtime
+        says so), and every session holding landed bodies still has them (else those bodies
+        are read and landed again, which only a listing finds)."""
+        if self.listed is None or self.listed != _file_mark(directory):
+            return False
+        return all(
+            is_session_id(session) and root.bodies_dir(session).is_dir()
+            for session in self.ledger(root).landed_sessions()
+        )
+
     def close(self) -> None:
         """Closes the ledger (what was not saved is rolled back) and forgets the listing."""
         if self._ledger is not None:
             self._ledger.close()
         self._ledger = None
         self.unsettled = None
+        self.listed = None
 
 
 def collect_bodies(
@@ -132,17 +152,22 @@ def collect_bodies(
     *,
     state: ProviderState | None = None,
     changed: Collection[str] | None = None,
+    rescan: bool = False,
 ) -> ProviderResult:
     """One pass over the bodies directory; the caller holds the root's collector lock.
 
     ``changed``: the names of the files that may have changed since the last pass with this
     ``state`` (events are hints): only those and the files it left unsettled are looked at.
     Without it, or before any pass of ``state`` listed the directory, the directory is listed.
+    ``rescan``: the hints come from a watcher that reported no loss, and are checked against
+    the directory itself: it is listed unless :meth:`ProviderState.unmoved` holds.
     """
     own = state is None
     state = state or ProviderState()
     try:
-        return _collect(config, root, store, judge, now=now, state=state, changed=changed)
+        return _collect(
+            config, root, store, judge, now=now, state=state, changed=changed, rescan=rescan
+        )
     except BaseException:
         state.close()
         raise
@@ -160,11 +185,21 @@ def _collect(
     now: float | None,
     state: ProviderState,
     changed: Collection[str] | None,
+    rescan: bool,
 ) -> ProviderResult:
     directory = config.bodies_dir
-    if changed is None or state.unsettled is None:
+    state.check(root)
+    if (
+        changed is None
+        or state.unsettled is None
+        or (rescan and not state.unmoved(directory, root))
+    ):
+        listed_at, mark = time.time_ns(), _file_mark(directory)
         listing = list_sources(directory)
         looked_for = None
+        # A directory whose entries changed within the clock's grain of its listing could
+        # change again without its mtime showing it: it is only trusted when it was quiet.
+        state.listed = mark if mark and listed_at - mark[3] >= QUIET_NS else None
     else:
         looked_for = state.unsettled.keys() | changed
         listing = _look_again(directory, looked_for)

@@ -34,7 +34,7 @@ from asz.daemon.metrics import ServiceMetrics
 from asz.daemon.notify import Notifier
 from asz.daemon.settle import BodyCheck, Kind, SettleQueue, SourcePaths, check_body
 from asz.daemon.watcher import Armed, EventKind, Rearmed, Target, Watcher, WatchEvent
-from asz.daemon.worker import CHANGES, RESCAN, PassResult, PassSchedule, PassWorker
+from asz.daemon.worker import FIRST_SCAN, RESCAN, PassResult, PassSchedule, PassWorker
 from asz.passes import PassCounts, run_pass
 from asz.store.bodies import BodyStore
 from asz.store.root import Busy, Root, collector_lock
@@ -227,18 +227,23 @@ class Service:
     def _pass(self, reason: str) -> PassCounts:
         """One pass, in a worker thread; a rescan first puts every watch back where it belongs.
 
-        A pass for changes looks at the body files the watcher named and those the last pass
-        left unsettled; the first pass, every rescan, and any pass after the watcher lost
-        something or could not place a watch list the whole bodies directory.
+        A pass looks at the body files the watcher named and those the last pass left
+        unsettled; a rescan also lists the bodies directory when its mtime moved, and the first
+        pass and any pass after the watcher lost something or could not place a watch always
+        list it.
         """
         if reason == RESCAN:
             self._log_rearmed(self.watcher.rearm())
         with self._hints:
             changed, self._changed_bodies = self._changed_bodies, set()
             listing_due, self._listing_due = self._listing_due, False
-        hint = None if listing_due or reason != CHANGES else changed
         return run_pass(
-            self.config, self.root, self.store, provider=self.provider, changed_bodies=hint
+            self.config,
+            self.root,
+            self.store,
+            provider=self.provider,
+            changed_bodies=None if listing_due or reason == FIRST_SCAN else changed,
+            rescan=reason == RESCAN,
         )
 
     def _report(self, result: PassResult) -> None:

@@ -175,6 +175,11 @@ class Ledger:
     def names(self) -> set[str]:
         return set(self._seen)
 
+    def landed_sessions(self) -> set[str]:
+        """The sessions some landed entry says hold its bodies."""
+        landed = State.LANDED.value
+        return {row[4] for row in self._seen.values() if row[3] == landed}
+
     def judged_at(self, name: str, size: int, mtime_ns: int) -> tuple[str, str] | None:
         """``(state, session)`` of the entry if it was judged at exactly this size and time
         (an idle pass asks this of every file, so it is one dict lookup)."""
