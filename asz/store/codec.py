@@ -276,9 +276,8 @@ class SessionBodies:
                 shape = self._shape_after(body, base, length)
         except NotCuttable as err:
             return self._resolved(_whole(head, body, keys, None, err.why))
-        record = self._cut(head, body, keys, shape, chain, base=base, pos=length)
+        record, entry, new_pieces = self._cut(head, body, keys, shape, chain, base=base, pos=length)
         try:
-            entry, new_pieces = self._resolve(_round_trip(record))
             self._require_rebuilds_to(entry, body)
         except CodecError as err:
             why = f"the cut record does not rebuild the body: {err}"
@@ -363,16 +362,19 @@ class SessionBodies:
         *,
         base: _Entry | None,
         pos: int,
-    ) -> Record:
+    ) -> tuple[Record, _Entry, dict[str, memoryview]]:
         """The record of ``body``, copying ``pos`` bytes of ``base``'s front (less where that
-        would end inside a piece) and cutting the rest at the shape's pieces."""
+        would end inside a piece) and cutting the rest at the shape's pieces; and the entry and
+        new pieces holding it adds, as resolving the record would make them."""
         view = memoryview(body)
         segs: list[list[Any]] = []
         blobs: list[int] = []
         parts: list[memoryview] = []
+        tail: list[int | str] = []  # after the copy: own blob indexes and referenced digests
 
         def own(kind: str, start: int, end: int) -> None:
             segs.append([kind, len(blobs)])
+            tail.append(len(blobs))
             blobs.append(end - start)
             parts.append(view[start:end])
 
@@ -383,19 +385,21 @@ class SessionBodies:
             pos = pieces[i][0]
         if pos < MIN_COPY:
             base, pos = None, 0
+        copy_len = pos
         depth = 0
         if base is not None:
             segs.append(["copy", base.record_id, base.sha256, pos])
             depth = base.depth + 1
-        new_here: set[str] = set()
+        new_here: dict[str, int] = {}  # digest -> own blob index
         for start, end in shape.pieces[bisect_left(shape.pieces, (pos, 0)) :]:
             if start > pos:
                 own("lit", pos, start)
             digest = hashlib.sha256(view[start:end]).hexdigest()
             if digest in self._pieces or digest in new_here:
                 segs.append(["ref", digest])
+                tail.append(digest)
             else:
-                new_here.add(digest)
+                new_here[digest] = len(blobs)
                 own("new", start, end)
             pos = end
         if pos < len(body):
@@ -403,7 +407,30 @@ class SessionBodies:
         meta = _manifest(
             head, depth=depth, chain=chain, why=None, keys=keys, blobs=blobs, segs=segs
         )
-        return Record(meta=meta, payload=b"".join(parts))
+        record = Record(meta=meta, payload=b"".join(parts))
+        views = _blob_views(blobs, record.payload)
+        new_pieces = {digest: views[i] for digest, i in new_here.items()}
+        entry = _Entry(
+            record_id=head["id"],
+            role=head["role"],
+            size=len(body),
+            sha256=head["sha256"],
+            depth=depth,
+            chain=chain,
+            base=base.record_id if base is not None else None,
+            copy_len=copy_len,
+            tail=[self._tail_view(part, views, new_pieces) for part in tail],
+            meta_json=_dumps(meta),
+        )
+        return record, entry, new_pieces
+
+    def _tail_view(
+        self, part: int | str, views: list[memoryview], new_pieces: dict[str, memoryview]
+    ) -> memoryview:
+        """An own blob by index, or a piece by digest: this record's own first."""
+        if isinstance(part, int):
+            return views[part]
+        return new_pieces[part] if part in new_pieces else self._pieces[part]
 
     def _copy_base(self, body: bytes, chain: str | None) -> tuple[_Entry | None, int]:
         """The candidate sharing the longest front with ``body``, and how long that front is."""
@@ -722,11 +749,6 @@ def _whole(
         head, depth=0, chain=chain, why=why, keys=keys, blobs=[len(body)], segs=[["lit", 0]]
     )
     return Record(meta=meta, payload=bytes(body))
-
-
-def _round_trip(record: Record) -> Record:
-    """The record as a reader gets it back after the manifest was written as JSON."""
-    return Record(meta=orjson.loads(orjson.dumps(record.meta)), payload=record.payload)
 
 
 def _dumps(value: dict[str, Any]) -> bytes:
