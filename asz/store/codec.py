@@ -507,13 +507,16 @@ class SessionBodies:
         tail: list[memoryview] = []
         new_pieces: dict[str, memoryview] = {}
         used = [False] * len(blobs)
+        count = len(blobs)
         total = 0
         for n, seg in enumerate(segs):
-            if not isinstance(seg, list) or not seg:
+            if type(seg) is not list or not seg:
                 raise CodecError(f"segment {n} is not a non-empty list")
             kind = seg[0]
             if kind in ("lit", "new"):
-                i = _segment_index(seg, n, len(blobs))
+                i = seg[1] if len(seg) == 2 else None
+                if type(i) is not int or not 0 <= i < count:
+                    raise CodecError(f"segment {n} names no blob of this record")
                 if used[i]:
                     raise CodecError(f"segment {n} uses blob {i} again")
                 used[i] = True
@@ -759,7 +762,7 @@ def _dumps(value: dict[str, Any]) -> bytes:
 
 
 def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return type(value) is int  # JSON gives exact ints; a bool is not a count
 
 
 def _field(meta: dict[str, Any], name: str, kind: type) -> Any:
@@ -785,18 +788,14 @@ def _check_keys(keys: dict[str, Any]) -> None:
 def _blob_views(lengths: list[Any], payload: bytes) -> list[memoryview]:
     views: list[memoryview] = []
     view = memoryview(payload)
+    size = len(payload)
     pos = 0
     for length in lengths:
-        if not _is_int(length) or length < 0 or pos + length > len(payload):
+        end = pos + length if type(length) is int and length >= 0 else size + 1
+        if end > size:
             raise CodecError("the blob lengths do not fit the payload")
-        views.append(view[pos : pos + length])
-        pos += length
-    if pos != len(payload):
+        views.append(view[pos:end])
+        pos = end
+    if pos != size:
         raise CodecError("the blob lengths do not add up to the payload")
     return views
-
-
-def _segment_index(seg: list[Any], n: int, count: int) -> int:
-    if len(seg) != 2 or not _is_int(seg[1]) or not 0 <= seg[1] < count:
-        raise CodecError(f"segment {n} names no blob of this record")
-    return seg[1]
