@@ -394,8 +394,9 @@ def test_the_first_pass_is_at_once_then_batches_wait_for_the_window() -> None:
     assert schedule.due_at() == 115.0, "the window runs from the first item"
     assert schedule.start(115.0) == CHANGES
     assert not schedule.pending
-    assert schedule.due_at() == 175.0
-    assert schedule.start(175.0) == RESCAN
+    assert schedule.due_at() == 160.0, "a pass for changes is no scan: the rescan clock runs on"
+    assert schedule.start(160.0) == RESCAN
+    assert schedule.due_at() == 220.0
 
 
 def test_a_rescan_asked_for_right_after_a_pass_waits_a_little() -> None:
@@ -421,7 +422,7 @@ def test_no_settled_file_waits_longer_than_the_window_and_no_gap_exceeds_the_res
     schedule = PassSchedule(batch_window=window, rescan_interval=rescan, now=0.0)
     now = 0.0
     schedule.start(now)
-    last_start = now
+    last_start = last_scan = now
     opened: float | None = None
     for action, gap in steps:
         now += gap
@@ -430,9 +431,10 @@ def test_no_settled_file_waits_longer_than_the_window_and_no_gap_exceeds_the_res
             due = schedule.due_at()
             if opened is not None:
                 assert due <= opened + window + 1e-9
-            assert due <= last_start + rescan + 1e-9
-            schedule.start(max(due, last_start))
+            assert due <= last_scan + rescan + 1e-9
             last_start, opened = max(due, last_start), None
+            if schedule.start(last_start) != CHANGES:
+                last_scan = last_start
         if action == "item":
             schedule.item_ready(now)
             opened = now if opened is None else opened
@@ -440,7 +442,8 @@ def test_no_settled_file_waits_longer_than_the_window_and_no_gap_exceeds_the_res
             schedule.rescan_soon(now)
             assert schedule.due_at() <= max(now, last_start + MIN_RESCAN_GAP)
         else:
-            schedule.start(now)
+            if schedule.start(now) != CHANGES:
+                last_scan = now
             last_start, opened = now, None
 
 

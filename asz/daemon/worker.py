@@ -9,8 +9,10 @@ writes leads to a pass, and every pass re-judges the bodies waiting for a sessio
 waiting for its transcript line lands in the pass that lands the line, with no rescan.
 
 Events can be missed (a dropped event queue, a directory that appeared between a look and a
-watch), so a pass also runs ``rescan_interval`` after the last one and soon after the watcher
-says it lost something. Every pass is a full scan, so any pass resets the rescan clock.
+watch), so a rescan also runs ``rescan_interval`` after the last scan and soon after the
+watcher says it lost something. A pass for changes looks at what the events named, so only
+the first scan and rescans reset the rescan clock: a steady stream of changes never holds a
+rescan off.
 """
 
 from __future__ import annotations
@@ -75,7 +77,8 @@ class PassSchedule:
             reason = RESCAN
         self._batch_opened = None
         self._last_start = now
-        self._rescan_at = now + self.rescan_interval
+        if reason != CHANGES:
+            self._rescan_at = now + self.rescan_interval
         return reason
 
 
