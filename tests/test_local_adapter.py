@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import stat
+import struct
 from itertools import pairwise
 from pathlib import Path
 
@@ -329,6 +331,30 @@ def test_the_lock_sweeps_temporaries_only_when_another_process_held_the_root(
     (root.path / "_lock").write_bytes(b"another collector's token")
     run(config)
     assert not left.exists()
+
+
+def inode_flags(path: Path) -> int | None:
+    """The directory's ext2/3/4-style inode flags (``lsattr``), None where there are none."""
+    get_flags = (2 << 30) | (struct.calcsize("l") << 16) | (ord("f") << 8) | 1
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        return struct.unpack("i", fcntl.ioctl(fd, get_flags, bytes(4)))[0]
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def test_the_root_is_the_top_of_unrelated_trees_where_the_filesystem_has_the_flag(
+    tmp_path: Path,
+) -> None:
+    if inode_flags(tmp_path) is None:
+        pytest.skip("this filesystem keeps no inode flags")
+    config = make_config(tmp_path)
+    transcript(config).write_bytes(jline() + b"\n")
+    run(config)
+    flags = inode_flags(config.root)
+    assert flags is not None and flags & 0x00020000, "chattr +T (the Orlov top-directory flag)"
 
 
 def test_windows_respect_the_budget_and_the_per_pass_limit(tmp_path: Path) -> None:

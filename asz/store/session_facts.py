@@ -39,7 +39,7 @@ SYNTHETIC_MODEL = "<synthetic>"
 _SCHEMA = 1
 _FACT_WORDS = (b'"assistant"', b'"promptId"')
 _CWD_KEY = b'"cwd"'
-_COUNTED_CWDS = 8
+_COMPARED_CWDS = 8
 _CWD_VALUE = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\\n]|\\.)*)"')
 
 
@@ -77,7 +77,8 @@ class FactsBuilder:
         self.files = 0
         self.changed = False
         self._sources: dict[str, _SourceState] = {}
-        self._known_cwds: set[bytes] = set()
+        self._known_cwds: dict[bytes, bytes] = {}
+        """Each known cwd as spelled inside a JSON string -> as its whole ``"cwd"`` field."""
 
     def add_file(self, seq: int, windows: list[LandedWindow]) -> None:
         """Takes in the windows of one landed file; files come in sequence order."""
@@ -107,37 +108,51 @@ class FactsBuilder:
 
         Most lines hold none (progress lines, tool results, a cwd already known), so the
         window is searched for the few words a fact needs and only the lines holding them
-        are parsed. A cwd is checked against the known ones when its line is reached, so a
-        new cwd is parsed from its first line only.
+        are parsed. A cwd is checked against the known ones when the search reaches it, and
+        the search for cwds skips the lines already read, so a new cwd is parsed from its
+        first line only and a known one costs a comparison.
         """
-        events: list[tuple[int, bytes | None]] = []
+        words = []
         for needle in _FACT_WORDS:
             pos = data.find(needle)
             while pos >= 0:
-                events.append((pos, None))
+                words.append(pos)
                 pos = data.find(needle, pos + len(needle))
-        pos = data.find(_CWD_KEY) if self._new_cwd_in(data) else -1
-        while pos >= 0:
-            match = _CWD_VALUE.match(data, pos)
-            if match:
-                events.append((pos, match.group(1)))
-            pos = data.find(_CWD_KEY, pos + len(_CWD_KEY))
-        events.sort(key=lambda event: event[0])
-        done = 0
-        for pos, raw in events:
-            if pos < done or (raw is not None and raw in self._known_cwds):
-                continue
+        words.sort()
+        words.append(len(data))
+        cwd = data.find(_CWD_KEY)
+        done = index = 0
+        while True:
+            while words[index] < done:
+                index += 1
+            if 0 <= cwd < done:
+                cwd = data.find(_CWD_KEY, done)
+            if 0 <= cwd < words[index]:
+                if self._known_cwd_at(data, cwd):
+                    cwd = data.find(_CWD_KEY, cwd + len(_CWD_KEY))
+                    continue
+                pos = cwd
+            elif words[index] < len(data):
+                pos = words[index]
+            else:
+                return
             start = data.rfind(b"\n", 0, pos) + 1
             end = data.find(b"\n", pos)
             done = len(data) if end < 0 else end + 1
             yield start, done
 
-    def _new_cwd_in(self, data: bytes) -> bool:
-        """False when every cwd in ``data`` is spelled as a known one (a few counts, no loop)."""
-        if len(self._known_cwds) > _COUNTED_CWDS:
-            return True
-        spelled = sum(data.count(b'"cwd":"' + raw + b'"') for raw in self._known_cwds)
-        return data.count(_CWD_KEY) != spelled
+    def _known_cwd_at(self, data: bytes, pos: int) -> bool:
+        """Whether the ``"cwd"`` at ``pos`` holds a known cwd, or no cwd value at all."""
+        if len(self._known_cwds) <= _COMPARED_CWDS:
+            for spelled in self._known_cwds.values():
+                if data.startswith(spelled, pos):
+                    return True
+        match = _CWD_VALUE.match(data, pos)
+        return match is None or match.group(1) in self._known_cwds
+
+    def _know_cwd(self, cwd: str) -> None:
+        raw = orjson.dumps(cwd)[1:-1]
+        self._known_cwds[raw] = _CWD_KEY + b':"' + raw + b'"'
 
     def _line(self, data: bytes, stream: str, state: _SourceState) -> None:
         try:
@@ -149,7 +164,7 @@ class FactsBuilder:
         cwd = value.get("cwd")
         if isinstance(cwd, str) and cwd not in self.facts.cwds:
             self.facts.cwds.add(cwd)
-            self._known_cwds.add(_raw(cwd))
+            self._know_cwd(cwd)
         kind = value.get("type")
         if kind == "user":
             prompt = value.get("promptId")
@@ -207,7 +222,8 @@ class FactsBuilder:
             facts.primary_dir = value["primary_dir"]
             facts.project_dirs = set(value["project_dirs"])
             facts.cwds = set(value["cwds"])
-            builder._known_cwds = {_raw(cwd) for cwd in facts.cwds}
+            for cwd in facts.cwds:
+                builder._know_cwd(cwd)
             facts.calls = {
                 key: CallFact(key, request, stream, prompt)
                 for key, (request, stream, prompt) in value["calls"].items()
@@ -218,11 +234,6 @@ class FactsBuilder:
         except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
             return None
         return builder
-
-
-def _raw(cwd: str) -> bytes:
-    """A cwd as it is spelled inside a JSON line, to skip lines that repeat a known one."""
-    return orjson.dumps(cwd)[1:-1]
 
 
 def facts_path(root: Root, session: str) -> Path:
