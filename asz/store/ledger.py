@@ -144,9 +144,15 @@ class Ledger:
     def __init__(self, db: sqlite3.Connection, readonly: bool = False) -> None:
         self._db = db
         self._readonly = readonly
+        # States and sessions repeat across many entries: one string each, not one per row,
+        # since a long-running collector holds these for as long as it runs.
+        shared: dict[str, str] = {}
+        share = shared.setdefault
         self._seen: dict[str, tuple] = {
-            row[0]: row
-            for row in db.execute("SELECT name, size, mtime_ns, state, session FROM entries")
+            name: (name, size, mtime_ns, share(state, state), share(session, session))
+            for name, size, mtime_ns, state, session in db.execute(
+                "SELECT name, size, mtime_ns, state, session FROM entries"
+            )
         }
         self._marks: dict[str, tuple[str, int]] | None = None
         self.dirty = False
