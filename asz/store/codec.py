@@ -160,6 +160,15 @@ class _Entry:
     meta_json: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class _Scanned:
+    """What cutting a body learned that the next body of its chain can use: where its pieces
+    are, where a scan may resume (``shape``), and each piece's digest by span."""
+
+    shape: Shape
+    digests: dict[tuple[int, int], str]
+
+
 class SessionBodies:
     """What one session holds: bodies by record id, pieces by SHA-256, chain tips."""
 
@@ -167,7 +176,7 @@ class SessionBodies:
         self._entries: dict[str, _Entry] = {}
         self._pieces: dict[str, memoryview] = {}
         self._tips: dict[str, str] = {}  # chain -> record id, least recently extended first
-        self._shapes: dict[str, Shape] = {}  # tip -> its shape, for tips this session cut
+        self._scans: dict[str, _Scanned] = {}  # for the tips this session cut
         self._cache = _BodyCache(cache_bytes)
 
     def __len__(self) -> int:
@@ -215,19 +224,21 @@ class SessionBodies:
     ) -> Record:
         """Cut ``body`` as ``encode`` does and hold the record at once.
 
-        Encoding already resolved the record as a reader gets it and compared what it rebuilds
-        to with ``body`` byte for byte, so holding it needs no second check: this is the path
-        for records this session cuts itself (a store then checks them again read back from
-        disk). Records from anywhere else go through ``add``.
+        Encoding builds the record's entry as it cuts and compares what that rebuilds to with
+        ``body`` byte for byte, so holding it needs no second check: this is the path for
+        records this session cuts itself (a store then checks them again, read back from
+        disk). Records from anywhere else go through ``add``. A request that becomes its
+        chain's tip keeps its body (no rebuild before the next request copies it) and its
+        shape (the next request's scan resumes from it).
         """
-        record, entry, new_pieces, shape = self._encode(
+        record, entry, new_pieces, scanned = self._encode(
             record_id, role, src, body, keys, sha256=sha256, json_object=json_object
         )
         self._hold(entry, new_pieces)
-        # The body was just compared with what the record rebuilds to: no need to rebuild it.
-        self._cache.put(record_id, bytes(body))
-        if shape is not None and self._tips.get(entry.chain or "") == record_id:
-            self._shapes[record_id] = shape
+        if self._tips.get(entry.chain or "") == record_id:
+            self._cache.put(record_id, bytes(body))
+            if scanned is not None:
+                self._scans[record_id] = scanned
         return record
 
     def _encode(
@@ -240,9 +251,9 @@ class SessionBodies:
         *,
         sha256: str | None,
         json_object: bool,
-    ) -> tuple[Record, _Entry, dict[str, memoryview], Shape | None]:
-        """The record, what holding it adds (resolved from the record as written), and the
-        body's shape when it was cut."""
+    ) -> tuple[Record, _Entry, dict[str, memoryview], _Scanned | None]:
+        """The record, what holding it adds, and what was learned of the body when it was
+        cut."""
         if role not in ROLES:
             raise CodecError(f"{role!r} is not a body role")
         body = bytes(body)  # no copy for bytes; a mutable buffer must not change under the cut
@@ -276,17 +287,19 @@ class SessionBodies:
                 shape = self._shape_after(body, base, length)
         except NotCuttable as err:
             return self._resolved(_whole(head, body, keys, None, err.why))
-        record, entry, new_pieces = self._cut(head, body, keys, shape, chain, base=base, pos=length)
+        record, entry, new_pieces, digests = self._cut(
+            head, body, keys, shape, chain, base=base, pos=length
+        )
         try:
             self._require_rebuilds_to(entry, body)
         except CodecError as err:
             why = f"the cut record does not rebuild the body: {err}"
             return self._resolved(_whole(head, body, keys, chain, why))
-        return record, entry, new_pieces, shape
+        return record, entry, new_pieces, _Scanned(shape, digests)
 
     def _resolved(
         self, record: Record
-    ) -> tuple[Record, _Entry, dict[str, memoryview], Shape | None]:
+    ) -> tuple[Record, _Entry, dict[str, memoryview], _Scanned | None]:
         return (record, *self._resolve(record), None)
 
     def _known_front(self, body: bytes) -> str | None:
@@ -297,19 +310,20 @@ class SessionBodies:
         since a number could go on past it.
         """
         for chain, record_id in reversed(self._tips.items()):
-            shape = self._shapes.get(record_id)
+            scanned = self._scans.get(record_id)
             tip = self._cache.get(record_id)
-            if shape is None or shape.first_message is None or tip is None:
+            if scanned is None or scanned.shape.first_message is None or tip is None:
                 continue
-            end = shape.first_message[1] + 1
+            end = scanned.shape.first_message[1] + 1
             if body.startswith(memoryview(tip)[:end]):
                 return chain
         return None
 
     def _shape_after(self, body: bytes, base: _Entry | None, length: int) -> Shape:
         """The body's shape, scanned only from the base's last mark within the shared front."""
-        shape = self._shapes.get(base.record_id) if base is not None else None
-        if shape is not None:
+        scanned = self._scans.get(base.record_id) if base is not None else None
+        if base is not None and scanned is not None:
+            shape = scanned.shape
             i = bisect_right(shape.marks, length) - 1
             if i >= 0:
                 base_body = self._body(base.record_id)
@@ -362,10 +376,14 @@ class SessionBodies:
         *,
         base: _Entry | None,
         pos: int,
-    ) -> tuple[Record, _Entry, dict[str, memoryview]]:
+    ) -> tuple[Record, _Entry, dict[str, memoryview], dict[tuple[int, int], str]]:
         """The record of ``body``, copying ``pos`` bytes of ``base``'s front (less where that
-        would end inside a piece) and cutting the rest at the shape's pieces; and the entry and
-        new pieces holding it adds, as resolving the record would make them."""
+        would end inside a piece) and cutting the rest at the shape's pieces; the entry and
+        new pieces holding it adds, as resolving the record would make them; and the digests
+        of the pieces cut.
+
+        A request usually ends with the same members as its base, at offsets moved by the
+        length it added: a piece whose bytes equal the base's piece there has its digest."""
         view = memoryview(body)
         segs: list[list[Any]] = []
         blobs: list[int] = []
@@ -391,10 +409,19 @@ class SessionBodies:
             segs.append(["copy", base.record_id, base.sha256, pos])
             depth = base.depth + 1
         new_here: dict[str, int] = {}  # digest -> own blob index
+        digests: dict[tuple[int, int], str] = {}
+        known = self._scans.get(base.record_id) if base is not None else None
+        base_view, moved = memoryview(b""), 0
+        if base is not None and known is not None:
+            base_view = memoryview(self._body(base.record_id))
+            moved = len(body) - len(base_view)
         for start, end in shape.pieces[bisect_left(shape.pieces, (pos, 0)) :]:
             if start > pos:
                 own("lit", pos, start)
-            digest = hashlib.sha256(view[start:end]).hexdigest()
+            digest = known.digests.get((start - moved, end - moved)) if known else None
+            if digest is None or not body.startswith(base_view[start - moved : end - moved], start):
+                digest = hashlib.sha256(view[start:end]).hexdigest()
+            digests[start, end] = digest
             if digest in self._pieces or digest in new_here:
                 segs.append(["ref", digest])
                 tail.append(digest)
@@ -422,7 +449,7 @@ class SessionBodies:
             tail=[self._tail_view(part, views, new_pieces) for part in tail],
             meta_json=_dumps(meta),
         )
-        return record, entry, new_pieces
+        return record, entry, new_pieces, digests
 
     def _tail_view(
         self, part: int | str, views: list[memoryview], new_pieces: dict[str, memoryview]
@@ -457,13 +484,13 @@ class SessionBodies:
         replaced = self._tips.pop(chain, None)
         if replaced is not None:
             self._cache.unpin(replaced)
-            self._shapes.pop(replaced, None)
+            self._scans.pop(replaced, None)
         self._tips[chain] = record_id
         self._cache.pin(record_id)
         if len(self._tips) > MAX_TIPS:
             oldest = self._tips.pop(next(iter(self._tips)))
             self._cache.unpin(oldest)
-            self._shapes.pop(oldest, None)
+            self._scans.pop(oldest, None)
 
     # -- checking and rebuilding -----------------------------------------------------------
 
