@@ -578,3 +578,33 @@ def test_take_cuts_as_encode_and_add_do_and_holds_what_it_cut(shared_reminder: b
         assert record.payload == whole.payload
     for record_id, _, body in bodies:
         assert taken.rebuild(record_id) == body
+
+
+def test_a_piece_at_the_base_pieces_moved_offset_with_other_bytes_is_its_own_piece() -> None:
+    """The next request's tools sit where the base's sat, moved by what it added; a tool
+    changed to other bytes of the same length must not take the base's digest."""
+
+    def request(messages: list[str], tool_text: str) -> bytes:
+        return orjson.dumps(
+            {
+                "model": "m",
+                "messages": [{"role": "user", "content": text} for text in messages],
+                "system": "s",
+                "tools": [{"name": "a", "description": tool_text}, {"name": "b"}],
+            }
+        )
+
+    texts = [filler(n, 2_000) for n in range(4)]
+    first = request(texts[:3], "a" * 3_000)
+    second = request(texts, "b" * 3_000)
+    taken, scanned_whole = SessionBodies(), SessionBodies()
+    for n, body in enumerate([first, second]):
+        record = taken.take(f"{n}.request", "request", f"{n}.request.json", body, BodyKeys())
+        whole = scanned_whole.encode(f"{n}.request", "request", "x", body, BodyKeys())
+        scanned_whole.add(whole)
+        assert record.payload == whole.payload
+    assert copied_from(record) == "0.request"
+    tool = orjson.dumps({"name": "a", "description": "b" * 3_000})
+    assert "why" not in record.meta  # cut, not landed whole after a failed rebuild
+    assert tool in record.payload
+    assert taken.check(reread(record)) == second
