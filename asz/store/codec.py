@@ -64,7 +64,8 @@ earlier in the same body ``ref`` to that ``new``, and any other piece ``new``.
 
 A session treats every record it is given as untrusted: it checks the claims against what it
 holds and against the payload before doing work proportional to them, and holds a record only
-once the record rebuilds to the digest it names.
+once the record rebuilds to the digest it names. Only a record it cuts itself (``take``) is
+held on the strength of the cut, compared with the body byte for byte as it is made.
 """
 
 from __future__ import annotations

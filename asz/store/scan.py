@@ -19,6 +19,9 @@ too long for it, lone ``\\ud800`` escapes, nesting past its limit) the standard 
 numbers kept as text. Nothing recurses on the body's nesting: a body nested deeper than
 ``MAX_NESTING`` that orjson refuses is reported as not cuttable, and the scanner itself tracks
 depth with a counter.
+
+A request mostly repeats the one before it, so ``scan_rest`` scans only what it adds: from the
+last message the two share, and up to where it ends with the same members as the other.
 """
 
 from __future__ import annotations
