@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from asz.adapters.claude_code_local import LocalResult, collect_transcripts
 from asz.config import AdapterConfig, Adapters, Config, SessionFilter
-from asz.store.atomic import replace_file
+from asz.store.atomic import replace_derived
 from asz.store.framing import read_file
 from asz.store.root import Root, collector_lock
 from asz.store.session_facts import CallFact, FactsBuilder, facts_path, load_facts
@@ -230,13 +230,13 @@ def test_a_crash_before_the_cursor_moved_lands_no_line_twice(tmp_path: Path) -> 
     assert run(config).files_landed == 1
 
     # The cursor file as it was before the second window landed: rebuilt, nothing re-lands.
-    replace_file(directory / CURSOR_FILE, before)
+    replace_derived(directory / CURSOR_FILE, before)
     assert run(config).files_landed == 0
 
     # A cursor that wrongly claims to cover the newest file re-lands the second window.
     stale = orjson.loads(before)
     stale["last_seq"] = Root(config.root).landed(directory)[-1].seq
-    replace_file(directory / CURSOR_FILE, orjson.dumps(stale))
+    replace_derived(directory / CURSOR_FILE, orjson.dumps(stale))
     relanded = run(config)
     assert relanded.files_landed == 1
     assert len(Root(config.root).landed(directory)) == 3

@@ -30,7 +30,7 @@ from asz import __version__
 from asz.adapters.provider_source import NotReadable, open_regular, parse_body_name
 from asz.adapters.session_filter import Verdict
 from asz.bodykeys import is_session_id
-from asz.store.atomic import publish_new, replace_file
+from asz.store.atomic import publish_new, replace_derived
 from asz.store.crashpoints import crash_point
 from asz.store.framing import LandedFileError, encode_file, read_file
 from asz.store.root import Root
@@ -186,7 +186,7 @@ def sync_index(
     result.claims = state.claims
     encoded = state.encode()
     if encoded != saved:
-        replace_file(path, encoded)
+        replace_derived(path, encoded)
         crash_point("index.saved")
     return result
 

@@ -2,7 +2,9 @@
 
 A landed file must never be seen half-written and must never replace another file, so it is
 written to a temporary name in the same directory, flushed to disk, published under its final
-name with a hard link (which fails instead of overwriting), and the directory is flushed too.
+name with a hard link (which fails instead of overwriting), and the directory is flushed too,
+at once or, for a pass landing many files, once per directory (:class:`DirSyncs`). Derived
+state, which is rebuilt from the landed files, is replaced atomically but not flushed.
 Everything is created private to the user whatever the umask: files 0600, directories 0700.
 
 ``ASZ_FAULT=enospc:<n>`` or ``eio:<n>`` makes the ``n``-th file this process writes fail the
@@ -86,7 +88,7 @@ def _injected_fault() -> int | None:
 
 
 class DirSyncs:
-    """Directories whose new entries are made durable together, each once, by :meth:`flush`.
+    """Directories whose new entries are made durable together, each synced once.
 
     Syncing a directory right after each file published in it waits for the disk once per
     file; a pass landing many files records the directories instead and syncs each once
@@ -108,14 +110,11 @@ class DirSyncs:
             self._pending.update(made.parent for made in created)
 
     def take(self) -> list[Path]:
-        """The directories recorded since the last take, each once; they are no longer pending."""
+        """The directories recorded since the last take, each once, for the caller to sync
+        (with :func:`fsync_dir`, side by side if it likes)."""
         with self._lock:
             pending, self._pending = self._pending, set()
         return sorted(pending)
-
-    def flush(self) -> None:
-        for directory in self.take():
-            fsync_dir(directory)
 
 
 def _write_temp(directory: Path, data: bytes, durable: bool = True) -> Path:
@@ -189,11 +188,6 @@ def _link_no_replace(temp: Path, path: Path) -> None:
         os.rename(temp, path)
 
 
-def replace_file(path: Path, data: bytes) -> None:
-    """Atomically and durably replaces a small state file: readers see old or new, whole."""
-    _replace(path, data, durable=True)
-
-
 def replace_derived(path: Path, data: bytes) -> None:
     """Atomically replaces a file of derived state (a cursor, a cache), without a disk sync.
 
@@ -202,20 +196,14 @@ def replace_derived(path: Path, data: bytes) -> None:
     rebuilt from them whenever it is unreadable or does not match, so that costs a rebuild,
     never data, while syncing it would double the disk waits of every landing.
     """
-    _replace(path, data, durable=False)
-
-
-def _replace(path: Path, data: bytes, durable: bool) -> None:
     directory = private_dir(path.parent)
-    temp = _write_temp(directory, data, durable)
+    temp = _write_temp(directory, data, durable=False)
     try:
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             temp.unlink()
         raise
-    if durable:
-        fsync_dir(directory)
 
 
 def remove_stale_temps(directory: Path) -> int:
