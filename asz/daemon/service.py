@@ -43,6 +43,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 LOCK_POLL_SECONDS = 1.0
 HEARTBEAT_SECONDS = 1.0
+FULL_RESCAN_EVERY = 10
+"""A rescan lists the bodies directory when its mtime moved; every tenth one lists it anyway."""
 
 
 def run_service(config: Config, as_json: bool = False) -> int:
@@ -73,6 +75,7 @@ class Service:
         self._changed_bodies: set[str] = set()
         """Body files the watcher saw change since the last pass began."""
         self._listing_due = True
+        self._rescans = 0
         """The watcher may have missed something: the next pass lists the bodies directory."""
         self.metrics = ServiceMetrics(__version__)
         self.health = HealthState(__version__)
@@ -234,9 +237,15 @@ class Service:
         """
         if reason == RESCAN:
             self._log_rearmed(self.watcher.rearm())
+            self._rescans += 1
         with self._hints:
             changed, self._changed_bodies = self._changed_bodies, set()
             listing_due, self._listing_due = self._listing_due, False
+        # Scans are the truth the watcher's hints are checked against: every FULL_RESCAN_EVERY-th
+        # rescan lists and stats every body whatever the directory's mtime says, so an edit in
+        # place that no event reported is found within that many rescan intervals.
+        if reason == RESCAN and self._rescans % FULL_RESCAN_EVERY == 0:
+            listing_due = True
         return run_pass(
             self.config,
             self.root,
