@@ -594,7 +594,10 @@ class _SourceRun:
             return
         cursor.state, cursor.reason = ACTIVE, ""
         for count in range(self.lander.max_windows + 1):
-            window = read_window(self.fd, cursor.offset, self.lander.budget)
+            # No more than the size seen is asked for: a small source then costs a small read
+            # buffer, and what was appended since waits for the next pass, which sees it grew.
+            seen_left = max(0, self.seen.size - cursor.offset)
+            window = read_window(self.fd, cursor.offset, min(self.lander.budget, seen_left))
             if window is None:
                 break
             if count == self.lander.max_windows:
