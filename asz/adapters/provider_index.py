@@ -20,13 +20,11 @@ import hashlib
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
 import structlog
 
-from asz import __version__
 from asz.adapters.provider_source import NotReadable, open_regular, parse_body_name
 from asz.adapters.session_filter import Verdict
 from asz.bodykeys import is_session_id
@@ -376,8 +374,6 @@ class _Lander:
             "kind": PROVIDER_INDEX,
             "session": session,
             "seq": seq,
-            "at": datetime.now(UTC).isoformat(timespec="microseconds"),
-            "writer": f"asz/{__version__}",
             "src": INDEX_NAME,
         }
         records = [({"off": line.offset, "sha256": line.digest}, line.data) for line in batch]

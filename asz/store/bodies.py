@@ -17,12 +17,10 @@ import contextlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
 
-from asz import __version__
 from asz.bodykeys import BodyKeys
 from asz.store.atomic import publish_new
 from asz.store.codec import CodecError, IdConflict, Record, Repeat, SessionBodies
@@ -186,8 +184,6 @@ class BodyStore:
             "kind": PROVIDER_BODY,
             "session": session,
             "seq": seq,
-            "at": datetime.now(UTC).isoformat(timespec="microseconds"),
-            "writer": f"asz/{__version__}",
         }
         data = encode_file(header, ((rec.meta, rec.payload) for _, rec in batch), self.compression)
         path = self.root.bodies_dir(session) / Root.landed_name(PROVIDER_BODY, seq)

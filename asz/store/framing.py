@@ -23,13 +23,17 @@ import hashlib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 import zstandard
 
+from asz import __version__
+
 FORMAT = "asz.landed/1"
+WRITER = f"asz/{__version__}"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 ZSTD_LEVEL = 6
 MAX_CONTENT_BYTES = 1 << 30
@@ -70,8 +74,13 @@ class LandedFile:
 def encode_file(
     header: dict[str, Any], records: Iterable[tuple[dict[str, Any], bytes]], compression: str
 ) -> bytes:
-    """The exact bytes of a landed file holding ``records`` in order."""
-    parts = [orjson.dumps({"format": FORMAT, **header}), b"\n"]
+    """The exact bytes of a landed file holding ``records`` in order.
+
+    The header gets the format, the time of writing and the writer's version added, so every
+    kind of landed file says when and by what it was written.
+    """
+    stamp = {"at": datetime.now(UTC).isoformat(timespec="microseconds"), "writer": WRITER}
+    parts = [orjson.dumps({"format": FORMAT, **header, **stamp}), b"\n"]
     count = 0
     for count, (meta, payload) in enumerate(records, start=1):
         parts.append(orjson.dumps({"r": count, "n": len(payload), "m": meta}))
