@@ -8,7 +8,6 @@ harness here (``Claude``, ``running_service``) is shared with the metrics and no
 from __future__ import annotations
 
 import contextlib
-import http.client
 import logging
 import os
 import shutil
@@ -24,9 +23,9 @@ import anyio
 import orjson
 import pytest
 from conftest import asz_executable
+from harness import http_get, metrics
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from prometheus_client.parser import text_string_to_metric_families
 
 from asz.daemon.settle import (
     UNREADABLE_MARGIN,
@@ -179,23 +178,10 @@ class RunningService:
         return found[count - 1]
 
     def get(self, path: str) -> tuple[int, bytes]:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
-        try:
-            connection.request("GET", path)
-            response = connection.getresponse()
-            return response.status, response.read()
-        finally:
-            connection.close()
+        return http_get(self.port, path)
 
     def metrics(self) -> dict[str, float]:
-        status, body = self.get("/metrics")
-        assert status == 200
-        values: dict[str, float] = {}
-        for family in text_string_to_metric_families(body.decode()):
-            for sample in family.samples:
-                labels = ",".join(f"{key}={value}" for key, value in sorted(sample.labels.items()))
-                values[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
-        return values
+        return metrics(self.port)
 
     def metric(self, name: str) -> float:
         return self.metrics()[name]
