@@ -2,8 +2,8 @@
 
 Prints, per capture: source bytes (what Claude Code wrote), record bytes before compression,
 bytes on disk after landing, both ratios, encode and rebuild throughput in MB/s of source
-bytes (one core), and the process's peak RSS. The baseline is the reference implementation's
-published landed ratio (21.6-25.5% of the bytes written).
+bytes (one core), and the process's peak RSS. The baseline is the landed ratio the provider
+bodies specification measured on two real captures (21.6-25.5% of the bytes written).
 
     .venv/bin/python bench/codec.py [--sessions N] [--samples DIR]
 """
@@ -28,7 +28,7 @@ from asz.store.reader import SessionReader
 from asz.store.root import Root
 from asz.synth import SynthOptions, synthesize
 
-REFERENCE_LANDED = 0.216  # the better of the reference's two published captures
+REFERENCE_LANDED = 0.216  # the better of the specification's two measured captures
 
 
 def incoming_bodies(capture: Path, expected: dict) -> dict[str, list[IncomingBody]]:
