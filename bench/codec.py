@@ -28,7 +28,7 @@ from asz.store.reader import SessionReader
 from asz.store.root import Root
 from asz.synth import SynthOptions, synthesize
 
-REFERENCE_LANDED = 0.216  # the better of the specification's two measured captures
+BASELINE_LANDED = 0.216  # the better of the specification's two measured captures
 
 
 def incoming_bodies(capture: Path, expected: dict) -> dict[str, list[IncomingBody]]:
@@ -93,8 +93,8 @@ def measure(name: str, capture: Path, expected: dict, workdir: Path) -> None:
     print(f"records (raw)         {records:>14,}  {100 * records / source:6.2f}% of source")
     print(
         f"on disk (zstd)        {on_disk:>14,}  {100 * on_disk / source:6.2f}% of source "
-        f"(reference {100 * REFERENCE_LANDED:.1f}%: "
-        f"{REFERENCE_LANDED * source / max(on_disk, 1):.1f}x smaller)"
+        f"(baseline {100 * BASELINE_LANDED:.1f}%: "
+        f"{BASELINE_LANDED * source / max(on_disk, 1):.1f}x smaller)"
     )
     print(f"encode                {mb / encode_seconds:10.1f} MB/s")
     print(f"land (encode+write+read back+compress) {mb / land_seconds:6.1f} MB/s")
