@@ -244,6 +244,16 @@ def verify(tmp: Path, claude: Path, root: Path) -> dict[str, Any]:
     return report
 
 
+def assert_one_pass_lands_the_rest(
+    tmp: Path, claude: Path, root: Path, landed: int, total: int
+) -> None:
+    """After a stopped service, one ``collect --once`` lands exactly what it had not."""
+    rest = run_asz(tmp, claude, "collect", "--once", "--json", "--root", str(root))
+    assert rest.returncode == 0
+    assert orjson.loads(rest.stdout)["bodies_landed"] == total - landed
+    assert verify(tmp, claude, root)["bodies"] == total
+
+
 def landed_body(tmp: Path, claude: Path, root: Path, session: str, record: str) -> bytes:
     result = run_asz(tmp, claude, "body", "--root", str(root), session, record)
     assert result.returncode == 0, result.stderr
@@ -658,10 +668,7 @@ def test_sigterm_in_a_burst_exits_0_and_leaves_a_root_that_verifies(
         assert svc.logged("stopping") and svc.logged("stopped")
     landed_then = verify(tmp_path, claude.path, root)["bodies"]
     assert 0 < landed_then <= total
-    rest = run_asz(tmp_path, claude.path, "collect", "--once", "--json", "--root", str(root))
-    assert rest.returncode == 0
-    assert orjson.loads(rest.stdout)["bodies_landed"] == total - landed_then
-    assert verify(tmp_path, claude.path, root)["bodies"] == total
+    assert_one_pass_lands_the_rest(tmp_path, claude.path, root, landed_then, total)
 
 
 def test_a_second_signal_abandons_the_pass_and_leaves_no_partial_landed_file(
@@ -680,10 +687,7 @@ def test_a_second_signal_abandons_the_pass_and_leaves_no_partial_landed_file(
         svc.process.send_signal(signal.SIGTERM)
         assert svc.process.wait(timeout=WAIT) in (0, -signal.SIGTERM)
     landed_then = verify(tmp_path, claude.path, root)["bodies"]
-    rest = run_asz(tmp_path, claude.path, "collect", "--once", "--json", "--root", str(root))
-    assert rest.returncode == 0
-    assert orjson.loads(rest.stdout)["bodies_landed"] == total - landed_then
-    assert verify(tmp_path, claude.path, root)["bodies"] == total
+    assert_one_pass_lands_the_rest(tmp_path, claude.path, root, landed_then, total)
 
 
 def test_a_second_service_on_the_same_root_waits_then_takes_over(
