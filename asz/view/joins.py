@@ -26,7 +26,7 @@ provider and take no part (they are not "the call before" either).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,8 +34,8 @@ import orjson
 
 from asz.adapters.provider_index import PROVIDER_INDEX
 from asz.store.codec import Record
-from asz.store.framing import LandedFileError, read_file
-from asz.store.root import Root
+from asz.store.framing import LandedFile, LandedFileError, read_file
+from asz.store.root import LandedPath, Root
 from asz.store.transcripts import MAIN_STREAM, iter_lines
 from asz.view.calls import Call, Transcript, read_transcript
 
@@ -106,16 +106,22 @@ class JoinedSession:
     problems: list[str]
 
 
+def _readable(
+    items: Iterable[LandedPath], problems: list[str]
+) -> Iterator[tuple[LandedPath, LandedFile]]:
+    """The landed files that read whole; each one that does not is a problem, not an end."""
+    for item in items:
+        try:
+            yield item, read_file(item.path)
+        except LandedFileError as err:
+            problems.append(str(err))
+
+
 def read_bodies(root: Root, session: str) -> tuple[dict[str, LandedBody], list[str]]:
     """Every landed body's manifest, in landing order; the first landing of an id wins."""
     bodies: dict[str, LandedBody] = {}
     problems: list[str] = []
-    for item in root.landed(root.bodies_dir(session)):
-        try:
-            landed = read_file(item.path)
-        except LandedFileError as err:
-            problems.append(str(err))
-            continue
+    for item, landed in _readable(root.landed(root.bodies_dir(session)), problems):
         for record in landed.records:
             meta = record.meta
             record_id, role, keys = meta.get("id"), meta.get("role"), meta.get("keys")
@@ -141,12 +147,9 @@ def read_index(root: Root, session: str) -> tuple[list[IndexEntry], list[str]]:
     """The session's landed ``index.jsonl`` lines, as record ids and message ids."""
     entries: list[IndexEntry] = []
     problems: list[str] = []
-    for item in root.landed(root.session_dir(session) / PROVIDER_INDEX):
-        try:
-            landed = read_file(item.path)
-        except LandedFileError as err:
-            problems.append(str(err))
-            continue
+    for _item, landed in _readable(
+        root.landed(root.session_dir(session) / PROVIDER_INDEX), problems
+    ):
         for record in landed.records:
             try:
                 line = orjson.loads(record.payload)
