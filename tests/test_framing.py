@@ -14,8 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asz.store.atomic import (
+    SYNCFS_MIN_PATHS,
     AlreadyExists,
     DirSyncs,
+    StagedFiles,
     private_dir,
     publish_new,
     remove_stale_temps,
@@ -182,3 +184,73 @@ def test_deferred_syncs_name_each_directory_once_with_the_parents_of_new_ones(
     ]
     assert syncs.take() == []
     assert (stream / "transcript-00000002.asz").read_bytes() == b"two"
+
+
+@pytest.mark.parametrize("count", [3, SYNCFS_MIN_PATHS + 4])
+def test_staged_files_appear_together_at_commit_in_order_then_their_actions_run(
+    tmp_path: Path, count: int
+) -> None:
+    """A few files are flushed one by one, many with one filesystem sync: both publish all."""
+    staged = StagedFiles()
+    seen: list[str] = []
+    paths = [tmp_path / "root" / f"s-{n % 3}" / f"transcript-{n:08d}.asz" for n in range(count)]
+    for number, path in enumerate(paths):
+        staged.stage(path, b"x" * number, published=lambda path=path: seen.append(path.name))
+        staged.then(lambda number=number: seen.append(f"action {number}"))
+    assert len(staged) == count and staged.size == sum(range(count))
+    assert not any(path.exists() for path in paths)
+
+    staged.commit()
+    names = [path.name for path in paths]
+    assert seen == names + [f"action {n}" for n in range(count)]
+    assert [path.read_bytes() for path in paths] == [b"x" * n for n in range(count)]
+    assert not [p for p in (tmp_path / "root").rglob(".tmp-*")]
+    assert len(staged) == 0 and staged.size == 0
+    staged.commit()  # nothing staged: nothing happens
+    assert len(seen) == 2 * count
+
+
+def test_a_failed_commit_stops_publishing_runs_no_action_and_leaves_no_temporary(
+    tmp_path: Path,
+) -> None:
+    taken = tmp_path / "b.asz"
+    taken.write_bytes(b"landed before")
+    staged = StagedFiles()
+    actions: list[int] = []
+    for name in ("a.asz", "b.asz", "c.asz"):
+        staged.stage(tmp_path / name, name.encode())
+    staged.then(lambda: actions.append(1))
+    with pytest.raises(AlreadyExists):
+        staged.commit()
+    assert (tmp_path / "a.asz").read_bytes() == b"a.asz"
+    assert taken.read_bytes() == b"landed before"
+    assert not (tmp_path / "c.asz").exists()
+    assert actions == []
+    assert sorted(os.listdir(tmp_path)) == ["a.asz", "b.asz"]
+
+
+def test_a_staged_file_failing_its_check_is_not_staged(tmp_path: Path) -> None:
+    staged = StagedFiles()
+
+    def refuse(temp: Path) -> None:
+        raise RuntimeError("read back differs")
+
+    with pytest.raises(RuntimeError):
+        staged.stage(tmp_path / "f.asz", b"data", check=refuse)
+    assert len(staged) == 0 and os.listdir(tmp_path) == []
+    staged.commit()
+    assert os.listdir(tmp_path) == []
+
+
+def test_many_deferred_directory_syncs_are_flushed_and_forgotten(tmp_path: Path) -> None:
+    syncs = DirSyncs()
+    staged = StagedFiles(syncs)
+    for number in range(SYNCFS_MIN_PATHS + 2):
+        staged.stage(tmp_path / f"d{number}" / "f.asz", b"data")
+    staged.commit()
+    assert len(syncs.take()) == SYNCFS_MIN_PATHS + 3  # each new dir, and their parent
+    for number in range(SYNCFS_MIN_PATHS + 2):
+        staged.stage(tmp_path / f"e{number}" / "f.asz", b"data")
+    staged.commit()
+    syncs.flush()
+    assert syncs.take() == []
