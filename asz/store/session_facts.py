@@ -37,7 +37,8 @@ from asz.store.transcripts import (
 FACTS_FILE = "facts.json"
 SYNTHETIC_MODEL = "<synthetic>"
 _SCHEMA = 1
-_FACT_WORDS = (b'"assistant"', b'"promptId"')
+_ASSISTANT = b'"assistant"'
+_PROMPT_ID = b'"promptId"'
 _CWD_KEY = b'"cwd"'
 _COMPARED_CWDS = 8
 _CWD_VALUE = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\\n]|\\.)*)"')
@@ -108,47 +109,55 @@ class FactsBuilder:
 
         Most lines hold none (progress lines, tool results, a cwd already known), so the
         window is searched for the few words a fact needs and only the lines holding them
-        are parsed. A cwd is checked against the known ones when the search reaches it, and
-        the search for cwds skips the lines already read, so a new cwd is parsed from its
-        first line only and a known one costs a comparison.
+        are parsed; each search resumes past the last line parsed. A ``"cwd"`` is checked
+        against the known cwds as the search reaches it (the one met last first, as most
+        lines repeat it), so a new cwd is parsed from its first line only and a known one
+        costs a comparison.
         """
-        words = []
-        for needle in _FACT_WORDS:
-            pos = data.find(needle)
-            while pos >= 0:
-                words.append(pos)
-                pos = data.find(needle, pos + len(needle))
-        words.sort()
-        words.append(len(data))
+        size = len(data)
+        assistant = _find(data, _ASSISTANT, 0, size)
+        prompt = _find(data, _PROMPT_ID, 0, size)
         cwd = data.find(_CWD_KEY)
-        done = index = 0
+        recent = b"\n"  # never at a "cwd"
+        done = 0
         while True:
-            while words[index] < done:
-                index += 1
+            if assistant < done:
+                assistant = _find(data, _ASSISTANT, done, size)
+            if prompt < done:
+                prompt = _find(data, _PROMPT_ID, done, size)
+            word = assistant if assistant < prompt else prompt
             if 0 <= cwd < done:
                 cwd = data.find(_CWD_KEY, done)
-            if 0 <= cwd < words[index]:
-                if self._known_cwd_at(data, cwd):
+            if 0 <= cwd < word:
+                if data.startswith(recent, cwd):
+                    cwd = data.find(_CWD_KEY, cwd + len(_CWD_KEY))
+                    continue
+                spelled = self._known_cwd_at(data, cwd)
+                if spelled is not None:
+                    recent = spelled or recent
                     cwd = data.find(_CWD_KEY, cwd + len(_CWD_KEY))
                     continue
                 pos = cwd
-            elif words[index] < len(data):
-                pos = words[index]
+            elif word < size:
+                pos = word
             else:
                 return
             start = data.rfind(b"\n", 0, pos) + 1
             end = data.find(b"\n", pos)
-            done = len(data) if end < 0 else end + 1
+            done = size if end < 0 else end + 1
             yield start, done
 
-    def _known_cwd_at(self, data: bytes, pos: int) -> bool:
-        """Whether the ``"cwd"`` at ``pos`` holds a known cwd, or no cwd value at all."""
+    def _known_cwd_at(self, data: bytes, pos: int) -> bytes | None:
+        """The field a known cwd is spelled as when the ``"cwd"`` at ``pos`` starts it, empty
+        when it has no cwd value at all (nothing to learn there either), else None."""
         if len(self._known_cwds) <= _COMPARED_CWDS:
             for spelled in self._known_cwds.values():
                 if data.startswith(spelled, pos):
-                    return True
+                    return spelled
         match = _CWD_VALUE.match(data, pos)
-        return match is None or match.group(1) in self._known_cwds
+        if match is None:
+            return b""
+        return self._known_cwds.get(match.group(1))
 
     def _know_cwd(self, cwd: str) -> None:
         raw = orjson.dumps(cwd)[1:-1]
@@ -234,6 +243,12 @@ class FactsBuilder:
         except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
             return None
         return builder
+
+
+def _find(data: bytes, word: bytes, start: int, size: int) -> int:
+    """Where ``word`` is next from ``start``, or ``size`` when it is not."""
+    found = data.find(word, start)
+    return size if found < 0 else found
 
 
 def facts_path(root: Root, session: str) -> Path:
