@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -72,12 +73,16 @@ class LandedFile:
 
 
 def encode_file(
-    header: dict[str, Any], records: Iterable[tuple[dict[str, Any], bytes]], compression: str
+    header: dict[str, Any],
+    records: Iterable[tuple[dict[str, Any], bytes]],
+    compression: str,
+    level: int = ZSTD_LEVEL,
 ) -> bytes:
     """The exact bytes of a landed file holding ``records`` in order.
 
     The header gets the format, the time of writing and the writer's version added, so every
-    kind of landed file says when and by what it was written.
+    kind of landed file says when and by what it was written. ``level`` is the zstd level: a
+    kind of file landed in bulk may trade a little size for a lot of time.
     """
     stamp = {"at": datetime.now(UTC).isoformat(timespec="microseconds"), "writer": WRITER}
     parts = [orjson.dumps({"format": FORMAT, **header, **stamp}), b"\n"]
@@ -87,13 +92,30 @@ def encode_file(
         parts.append(b"\n")
         parts.append(payload)
         parts.append(b"\n")
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part)
+    closing = {"end": FORMAT, "records": count, "sha256": digest.hexdigest()}
+    parts.append(orjson.dumps(closing) + b"\n")
     content = b"".join(parts)
-    closing = {"end": FORMAT, "records": count, "sha256": hashlib.sha256(content).hexdigest()}
-    content += orjson.dumps(closing) + b"\n"
     if compression == "none":
         return content
-    compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True)
-    return compressor.compress(content)
+    return _compressor(level).compress(content)
+
+
+_compressors = threading.local()
+
+
+def _compressor(level: int) -> zstandard.ZstdCompressor:
+    """This thread's compressor for ``level``: one is not safe to share between threads, and
+    setting one up costs more than compressing a small file."""
+    cache: dict[int, zstandard.ZstdCompressor] | None = getattr(_compressors, "by_level", None)
+    if cache is None:
+        cache = _compressors.by_level = {}
+    compressor = cache.get(level)
+    if compressor is None:
+        compressor = cache[level] = zstandard.ZstdCompressor(level=level, write_checksum=True)
+    return compressor
 
 
 def read_file(path: Path, max_bytes: int = MAX_CONTENT_BYTES) -> LandedFile:
