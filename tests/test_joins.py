@@ -259,7 +259,7 @@ class HandMade:
             root,
             compression="zstd",
             max_delta_bytes=1,  # one line per landed file, so a gap can be made
-            next_seq=lambda: root.next_seq(self.session),
+            next_seq=itertools.count(root.next_seq(self.session)).__next__,
             on_window=lambda window: None,
             max_windows=100_000,
         )
