@@ -44,6 +44,7 @@ from asz.adapters.provider_source import (
 from asz.adapters.session_filter import SessionJudge, Verdict
 from asz.bodykeys import is_session_id, keys_of, read_keys
 from asz.config import Config
+from asz.store.atomic import DirSyncs
 from asz.store.bodies import BodyStore, IncomingBody, ReadBackError
 from asz.store.codec import CodecError
 from asz.store.crashpoints import crash_point
@@ -212,9 +213,14 @@ def _collect(
     ledger.problems = []
     present = {source.name for source in listing.files}
     run = _Pass(config, root, store, judge, ledger, now=now, result=result)
-    run.index(directory)
-    run.look(listing.files, (ledger.names() if looked_for is None else looked_for) - present)
-    run.claim_and_land()
+    try:
+        run.index(directory)
+        run.look(listing.files, (ledger.names() if looked_for is None else looked_for) - present)
+        run.claim_and_land()
+    finally:
+        # The new entries of every directory a body file landed in, durable before the
+        # ledger says the bodies landed.
+        run.syncs.flush()
     crash_point("provider.landed")
     if ledger.save():
         state.saved(root)
@@ -280,6 +286,7 @@ class _Pass:
         self.result = result
         self.directory = config.bodies_dir
         self.budget = config.adapters.claude_code_provider.max_delta_bytes
+        self.syncs = DirSyncs()
         self.now_ns = int((time.time() if now is None else now) * 1_000_000_000)
         self.settle_ns = int(config.service.unreadable_after * 1_000_000_000)
         self.ledger = ledger
@@ -556,7 +563,7 @@ class _Pass:
             return
         result = self.result
         try:
-            outcome = self.store.land(session, incoming, self.budget)
+            outcome = self.store.land(session, incoming, self.budget, self.syncs)
         except (OSError, CodecError, ReadBackError, LandedFileError) as err:
             result.errors.append(f"session {session}: {len(incoming)} bodies not landed: {err}")
             for entry in entries.values():

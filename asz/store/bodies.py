@@ -22,7 +22,7 @@ from pathlib import Path
 import orjson
 
 from asz.bodykeys import BodyKeys
-from asz.store.atomic import publish_new
+from asz.store.atomic import DirSyncs, publish_new
 from asz.store.codec import CodecError, IdConflict, Record, Repeat, SessionBodies
 from asz.store.crashpoints import crash_point
 from asz.store.framing import LandedFileError, encode_file, read_file
@@ -122,14 +122,22 @@ class BodyStore:
         return bodies.meta(record_id)["sha256"] if bodies.holds(record_id) else None
 
     def land(
-        self, session: str, incoming: Sequence[IncomingBody], max_delta_bytes: int
+        self,
+        session: str,
+        incoming: Sequence[IncomingBody],
+        max_delta_bytes: int,
+        syncs: DirSyncs | None = None,
     ) -> LandOutcome:
-        """Lands ``incoming`` (sorted by mtime then name) into the session's body files."""
+        """Lands ``incoming`` (sorted by mtime then name) into the session's body files.
+
+        With ``syncs`` the directories of the files landed are recorded there, for the caller
+        to flush once for the whole pass, instead of each being flushed at once.
+        """
         outcome = LandOutcome()
         loaded = self._session(session)
         outcome.errors.extend(loaded.errors)
         try:
-            self._land(session, loaded, incoming, max_delta_bytes, outcome)
+            self._land(session, loaded, incoming, max_delta_bytes, outcome, syncs=syncs)
         except BaseException:
             # What the session holds in memory may now include records that never landed.
             self._cache.pop(session, None)
@@ -143,6 +151,8 @@ class BodyStore:
         incoming: Sequence[IncomingBody],
         budget: int,
         outcome: LandOutcome,
+        *,
+        syncs: DirSyncs | None,
     ) -> None:
         batch: list[tuple[IncomingBody, Record]] = []
         batch_bytes = _FILE_OVERHEAD
@@ -165,12 +175,12 @@ class BodyStore:
                 continue
             size = len(orjson.dumps(record.meta)) + len(record.payload) + _RECORD_OVERHEAD
             if batch and batch_bytes + size > budget:
-                self._flush(session, loaded, batch, outcome)
+                self._flush(session, loaded, batch, outcome, syncs=syncs)
                 batch, batch_bytes = [], _FILE_OVERHEAD
             batch.append((item, record))
             batch_bytes += size
         if batch:
-            self._flush(session, loaded, batch, outcome)
+            self._flush(session, loaded, batch, outcome, syncs=syncs)
 
     def _flush(
         self,
@@ -178,6 +188,8 @@ class BodyStore:
         loaded: LoadedSession,
         batch: list[tuple[IncomingBody, Record]],
         outcome: LandOutcome,
+        *,
+        syncs: DirSyncs | None,
     ) -> None:
         seq = self.root.next_seq(session)
         header = {
@@ -187,7 +199,9 @@ class BodyStore:
         }
         data = encode_file(header, ((rec.meta, rec.payload) for _, rec in batch), self.compression)
         path = self.root.bodies_dir(session) / Root.landed_name(PROVIDER_BODY, seq)
-        publish_new(path, data, check=lambda temp: _check_read_back(temp, loaded.bodies, batch))
+        publish_new(
+            path, data, check=lambda temp: _check_read_back(temp, loaded.bodies, batch), syncs=syncs
+        )
         crash_point("body.published")
         self.root.remember_seq(session, seq)
         loaded.seqs = (*loaded.seqs, seq)
