@@ -3,7 +3,9 @@ worker or collector killed mid-landing loses nothing and lands nothing twice."""
 
 from __future__ import annotations
 
+import errno
 import json
+import multiprocessing
 import os
 import random
 import signal
@@ -312,3 +314,38 @@ def test_killing_the_collector_mid_landing_takes_its_workers_and_loses_nothing(
     for session in ids:
         assert landed_lines(config, session) == source_bytes(config, session)
     assert not stale_temps(config.root)
+
+
+class _NoProcesses:
+    """A spawn context that cannot start a process, as under a process limit."""
+
+    def __init__(self, real: multiprocessing.context.BaseContext) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._real, name)
+
+    def Process(self, *args: object, **kwargs: object) -> object:
+        raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+
+
+def _no_semaphores(*args: object, **kwargs: object) -> object:
+    raise OSError(errno.ENOSYS, "no process-shared semaphores (/dev/shm)")
+
+
+@pytest.mark.parametrize("trouble", ["no processes", "no semaphores"])
+def test_a_backlog_lands_in_the_collector_when_workers_cannot_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trouble: str
+) -> None:
+    config = make_config(tmp_path)
+    ids = write_backlog(config.projects_dir, sessions=4, megabytes=1)
+    force_workers(monkeypatch)
+    if trouble == "no processes":
+        crippled = _NoProcesses(multiprocessing.get_context("spawn"))
+        monkeypatch.setattr(multiprocessing, "get_context", lambda method=None: crippled)
+    else:
+        monkeypatch.setattr(landing_workers, "ProcessPoolExecutor", _no_semaphores)
+    result = run(config)
+    assert not result.errors and result.sessions == set(ids)
+    for session in ids:
+        assert landed_lines(config, session) == source_bytes(config, session)

@@ -31,6 +31,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from functools import partial
 
+import structlog
+
 from asz.adapters.discovery import DiscoveredSession
 from asz.adapters.local_landing import LocalResult, land_sessions
 from asz.config import Config
@@ -41,6 +43,8 @@ WORKER_MIN_BYTES = 64 * 1024 * 1024
 MAX_WORKERS = 4
 SHARE_BYTES = 32 * 1024 * 1024
 SHARE_SESSIONS = 256
+log = structlog.get_logger(__name__)
+
 ORPHAN_CHECK_SECONDS = 1.0
 _PR_SET_PDEATHSIG = 1
 
@@ -68,14 +72,18 @@ def worker_count(backlog: int, sessions: int) -> int:
 def land_in_workers(
     config: Config, root: Root, sessions: list[DiscoveredSession], workers: int
 ) -> dict[str, LocalResult]:
-    """Lands ``sessions`` in ``workers`` processes; session id -> what its landing did."""
+    """Lands ``sessions`` in ``workers`` processes; session id -> what its landing did.
+
+    Where worker processes cannot start (no process-shared semaphores in a container without
+    ``/dev/shm``, a process limit reached), the sessions land in this process instead.
+    """
+    pool = _start_pool(workers)
+    if pool is None:
+        return land_sessions(config, root, sessions)
     results: dict[str, LocalResult] = {}
-    context = multiprocessing.get_context("spawn")
     pending: dict[Future[dict[str, LocalResult]], list[DiscoveredSession]] = {}
     broken = False
-    with ProcessPoolExecutor(
-        workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
-    ) as pool:
+    with pool:
         for share in _shares(sessions):
             pending[pool.submit(_land_share, config, root, share, os.getpid())] = share
         for future, share in pending.items():
@@ -93,6 +101,32 @@ def land_in_workers(
         # Every worker is gone: what they left half-written is nobody's any more.
         remove_stale_temps(root.path)
     return results
+
+
+def _start_pool(workers: int) -> ProcessPoolExecutor | None:
+    """A pool whose ``workers`` processes have started, or None when they cannot start.
+
+    Each is started by a task of its own before any landing is handed out, so a failure to
+    start leaves nothing half given away.
+    """
+    try:
+        pool = ProcessPoolExecutor(
+            workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker,
+            initargs=(os.getpid(),),
+        )
+    except (OSError, ImportError, NotImplementedError) as err:
+        log.warning("landing in this process: no worker processes", why=str(err))
+        return None
+    try:
+        for started in [pool.submit(os.getpid) for _ in range(workers)]:
+            started.result()
+    except (OSError, BrokenProcessPool) as err:
+        pool.shutdown(cancel_futures=True)
+        log.warning("landing in this process: worker processes did not start", why=str(err))
+        return None
+    return pool
 
 
 def _shares(sessions: list[DiscoveredSession]) -> list[list[DiscoveredSession]]:
