@@ -4,8 +4,9 @@ Replicates the real sample transcripts (every layout; each copy gets fresh sessi
 file names and in the lines) until the projects dir holds at least ``--megabytes`` MB, then
 times ``collect_transcripts``: the first pass in MB/s of transcript bytes landed (target: at
 least 100 MB/s), the second, with nothing new, in seconds per 1,000 source files (target: well
-under 1 s). Also prints the landed/source ratio, the time to load every session's facts from
-its cache and the process's peak RSS.
+under 1 s). A first pass this large lands in worker processes; the CPU time printed counts
+theirs. Also prints the landed/source ratio, the time to load every session's facts from its
+cache, and the peak RSS of the process and of its largest worker.
 
     .venv/bin/python bench/transcripts.py [--megabytes 500] [--samples DIR] [--compression zstd]
 """
