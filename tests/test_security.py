@@ -202,6 +202,27 @@ def test_a_link_or_a_stranger_s_directory_in_the_root_is_refused(
     assert list(target.iterdir()) == [], "nothing was written through it"
 
 
+def test_the_service_refuses_a_stranger_s_root_in_one_clear_line(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    ws.root.mkdir()
+    os.chown(ws.root, 65534, 65534)
+    done = subprocess.run(
+        [*asz_command(), "collect", "--root", str(ws.root)],
+        env=ws.env(),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    lines = [orjson.loads(line) for line in done.stdout.splitlines()]
+    [refused] = [line for line in lines if line["event"] == "root_refused"]
+    assert refused["level"] == "error" and "belongs to another user" in refused["why"]
+    assert done.returncode == 1
+    assert not [line for line in lines if line["event"] == "crashed"]
+    assert b"Traceback" not in done.stdout + done.stderr
+    assert list(ws.root.iterdir()) == []
+
+
 # -- the endpoints -------------------------------------------------------------------------------
 
 

@@ -37,7 +37,7 @@ from asz.daemon.watcher import Armed, EventKind, Rearmed, Target, Watcher, Watch
 from asz.daemon.worker import FIRST_SCAN, RESCAN, PassResult, PassSchedule, PassWorker
 from asz.passes import PassCounts, run_pass
 from asz.store.bodies import BodyStore
-from asz.store.root import Busy, Root, collector_lock
+from asz.store.root import Busy, Root, UnsafeRoot, collector_lock
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -109,22 +109,26 @@ class Service:
         host, port = server.address
         self.log.info("listening", host=host, port=port)
         self._log_start()
+        refused = False
         try:
             self._log_rearmed(await anyio.to_thread.run_sync(self.watcher.start))
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._stop_on_signal, tasks.cancel_scope)
                 tasks.start_soon(self._heartbeat)
                 with contextlib.ExitStack() as held:
-                    await self._take_lock(held)
-                    tasks.start_soon(self._feed)
-                    await self.worker.run()
+                    refused = not await self._take_lock(held)
+                    if refused:
+                        tasks.cancel_scope.cancel()
+                    else:
+                        tasks.start_soon(self._feed)
+                        await self.worker.run()
         finally:
             with anyio.CancelScope(shield=True):
                 self._announce_stop()
                 await anyio.to_thread.run_sync(self.watcher.stop)
                 await anyio.to_thread.run_sync(server.close)
         self.log.info("stopped")
-        return EXIT_OK
+        return EXIT_FAILED if refused else EXIT_OK
 
     # -- tasks --------------------------------------------------------------------------
 
@@ -159,11 +163,17 @@ class Service:
                 next_ping = now + interval
             await anyio.sleep(min(HEARTBEAT_SECONDS, interval or math.inf))
 
-    async def _take_lock(self, held: contextlib.ExitStack) -> None:
+    async def _take_lock(self, held: contextlib.ExitStack) -> bool:
+        """Waits for the root's lock; False when the root is not safe to write into, which
+        no wait mends: the service stops and says why in one line."""
         told = False
         while True:
             try:
                 held.enter_context(collector_lock(self.root))
+            except UnsafeRoot as err:
+                self.log.error("root_refused", root=str(self.root.path), why=str(err))
+                self._notify(self.notifier.status, f"root refused: {err}")
+                return False
             except Busy:
                 if not told:
                     self.log.info("lock_busy", root=str(self.root.path))
@@ -173,7 +183,7 @@ class Service:
                 continue
             self.log.info("lock_held", root=str(self.root.path))
             self._notify(self.notifier.status, "first scan")
-            return
+            return True
 
     async def _feed(self) -> None:
         """Moves watcher events into the settle queue, and settled files to the worker."""

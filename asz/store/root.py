@@ -172,6 +172,14 @@ class UnsafeRoot(Exception):
     """The root holds, where asz writes, a link or a directory of another user."""
 
 
+def _check_owner(root: Root) -> os.stat_result:
+    """Refuses a root directory of another user, before anything is created in it."""
+    info = os.stat(root.path)
+    if info.st_uid != os.geteuid():
+        raise UnsafeRoot(f"{root.path} belongs to another user (uid {info.st_uid})")
+    return info
+
+
 def check_private(root: Root) -> None:
     """Makes the root private, and refuses one where asz would write through a link or into a
     directory another user owns.
@@ -181,9 +189,7 @@ def check_private(root: Root) -> None:
     read along in a session directory of their own making.
     """
     me = os.geteuid()
-    info = os.stat(root.path)
-    if info.st_uid != me:
-        raise UnsafeRoot(f"{root.path} belongs to another user (uid {info.st_uid})")
+    info = _check_owner(root)
     if stat.S_IMODE(info.st_mode) != DIR_MODE:
         os.chmod(root.path, DIR_MODE)
     with os.scandir(root.path) as entries:
@@ -212,6 +218,7 @@ def collector_lock(root: Root, wait: bool = False) -> Iterator[None]:
     lock is held (see :func:`_remove_temps_of_others`).
     """
     private_dir(root.path)
+    _check_owner(root)
     fd = os.open(root.path / "_lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
         try:
