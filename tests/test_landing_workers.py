@@ -218,9 +218,12 @@ def test_only_a_large_backlog_over_several_sessions_starts_workers() -> None:
 
 def test_the_backlog_counts_only_sessions_with_nothing_landed(tmp_path: Path) -> None:
     root = Root(tmp_path / "root")
-    old, new = session_of(1000), session_of(2000)
-    root.session_dir(old.session).mkdir(parents=True)
-    assert landing_workers.backlog_bytes(root, [old, new]) == 2000
+    landed, new, emptied = session_of(1000), session_of(2000), session_of(4000)
+    root.session_dir(landed.session).mkdir(parents=True)
+    root.remember_seq(landed.session, 3)
+    # A killed collector can leave a session's directories with nothing published in them.
+    (root.transcripts_dir(emptied.session) / "s-0123456789abcdef").mkdir(parents=True)
+    assert landing_workers.backlog_bytes(root, [landed, new, emptied]) == 6000
 
 
 def collect_env(base: Path) -> dict[str, str]:

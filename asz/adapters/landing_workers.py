@@ -56,9 +56,7 @@ def backlog_bytes(root: Root, sessions: list[DiscoveredSession]) -> int:
     not pay for the estimate, and their growth since the last pass is small.
     """
     return sum(
-        _source_bytes(session)
-        for session in sessions
-        if not root.session_dir(session.session).exists()
+        _source_bytes(session) for session in sessions if not root.has_landed(session.session)
     )
 
 

@@ -122,6 +122,12 @@ class Root:
             remembered = 0
         return max(highest, remembered) + 1
 
+    def has_landed(self, session: str) -> bool:
+        """Whether the session has landed anything, by one stat: the sequence file is written
+        after a session's first landed file is published (a session directory alone may hold
+        only what a killed collector never published)."""
+        return (self.session_dir(session) / _SEQ_FILE).exists()
+
     def remember_seq(self, session: str, seq: int) -> None:
         """Records that ``seq`` was used, so it is never handed out again.
 
