@@ -2,8 +2,9 @@
 
 Synthesises one session of about ``--calls`` model calls (one prompt's call plus its tool
 calls per turn), lands it with one collector pass, then times ``build_view`` (manifests and
-transcript lines only; joined responses rebuilt) and ``cache_report`` (every request rebuilt
-and compared), and counts the request bodies the view rebuilt, which should be none.
+transcript lines only; joined responses rebuilt) and ``cache_report`` (every request rebuilt,
+and parsed only from where it stops repeating the one before), and counts the request bodies
+the view rebuilt, which should be none.
 
     .venv/bin/python bench/view.py [--calls 1000] [--tool-calls 3] [--repeat 3] [--keep DIR]
 """

@@ -13,7 +13,8 @@ from test_joins import MAIN_STREAM, TOOLS, HandMade, user_message
 from test_view import land_synth
 
 from asz.synth import SynthOptions
-from asz.view.cache import cache_report, format_cache_report, normalised_message
+from asz.view.cache import cache_report, format_cache_report
+from asz.view.shapes import normalised_message
 
 Step = dict[str, Any]
 

@@ -18,10 +18,6 @@ grew. See ``docs/view.md``.
 
 from __future__ import annotations
 
-import hashlib
-import itertools
-from array import array
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -32,6 +28,7 @@ from asz.store.root import Root
 from asz.view.calls import Call, Transcript
 from asz.view.document import LazyBodies
 from asz.view.joins import LandedBody, join_session
+from asz.view.shapes import Shape, ShapeReader
 
 PRECEDENCE = (
     "model",
@@ -49,116 +46,6 @@ UNKNOWN = "unknown"
 """No previous request to compare with, though the request names one (it is not landed,
 or not joined to its call)."""
 UNREADABLE = "unreadable"
-SHORT_TTL = 5 * 60
-LONG_TTL = 60 * 60
-BILLING_PREFIX = "x-anthropic-billing-header:"
-
-
-class _Interner:
-    """Small ints for equal normalised values, so a request's shape costs a few bytes a part.
-
-    Successive requests resend the same messages spelled the same way, so a value is first
-    looked up by its exact bytes, and normalised and digested only the first time it is seen.
-    """
-
-    def __init__(self) -> None:
-        self._by_bytes: dict[bytes, int] = {}
-        self._by_digest: dict[bytes, int] = {}
-
-    def __call__(self, value: object, normalise: Callable[[object], object]) -> int:
-        raw = orjson.dumps(value)
-        known = self._by_bytes.get(raw)
-        if known is None:
-            data = orjson.dumps(normalise(value), option=orjson.OPT_SORT_KEYS)
-            digest = hashlib.blake2b(data, digest_size=16).digest()
-            known = self._by_digest.setdefault(digest, len(self._by_digest))
-            self._by_bytes[raw] = known
-        return known
-
-
-@dataclass(slots=True)
-class Shape:
-    """What of a request decides what the cache can reuse, each part normalised and interned."""
-
-    model: object
-    tools: dict[str, int]
-    system: list[int]
-    betas: object
-    effort: object
-    thinking: object
-    messages: array
-    roles: list[str]
-    ttl: int
-    """Lifetime in seconds of what this request writes: its newest marker's."""
-
-
-def shape_of(request: dict[str, Any], intern: _Interner) -> Shape:
-    tools: dict[str, int] = {}
-    raw_tools = request.get("tools")
-    for n, tool in enumerate(raw_tools if isinstance(raw_tools, list) else []):
-        name = tool.get("name") if isinstance(tool, dict) else None
-        tools[name if isinstance(name, str) else f"#{n}"] = intern(tool, _unmarked)
-    system = request.get("system")
-    blocks = system if isinstance(system, list) else [] if system is None else [system]
-    messages = request.get("messages")
-    messages = messages if isinstance(messages, list) else []
-    output = request.get("output_config")
-    return Shape(
-        model=request.get("model"),
-        tools=tools,
-        system=[intern(BILLING_PREFIX if _is_billing(b) else b, _unmarked) for b in blocks],
-        betas=request.get("betas"),
-        effort=output.get("effort") if isinstance(output, dict) else None,
-        thinking=request.get("thinking"),
-        messages=array("q", (intern(m, normalised_message) for m in messages)),
-        roles=[str(m.get("role")) if isinstance(m, dict) else "?" for m in messages],
-        ttl=_newest_ttl(raw_tools, blocks, messages),
-    )
-
-
-def normalised_message(message: object) -> object:
-    """One spelling of a message: markers dropped from its blocks, and a content of exactly
-    one ``{"type":"text","text":…}`` block written as the plain string."""
-    if not isinstance(message, dict) or not isinstance(message.get("content"), list):
-        return message
-    blocks = [_unmarked(block) for block in message["content"]]
-    if len(blocks) == 1 and isinstance(blocks[0], dict) and blocks[0].keys() == {"type", "text"}:
-        only = blocks[0]
-        if only["type"] == "text" and isinstance(only["text"], str):
-            return {**message, "content": only["text"]}
-    return {**message, "content": blocks}
-
-
-def _unmarked(value: object) -> object:
-    if isinstance(value, dict) and "cache_control" in value:
-        return {k: v for k, v in value.items() if k != "cache_control"}
-    return value
-
-
-def _is_billing(block: object) -> bool:
-    text = block.get("text") if isinstance(block, dict) else block
-    return isinstance(text, str) and text.startswith(BILLING_PREFIX)
-
-
-def _newest_ttl(tools: object, system: list[Any], messages: list[Any]) -> int:
-    """The lifetime the last marker of the request asks for (messages, then system, tools)."""
-    blocks = itertools.chain(
-        itertools.chain.from_iterable(
-            reversed(_content(m)) for m in reversed(messages) if isinstance(m, dict)
-        ),
-        reversed(system),
-        reversed(tools if isinstance(tools, list) else []),
-    )
-    for block in blocks:
-        marker = block.get("cache_control") if isinstance(block, dict) else None
-        if isinstance(marker, dict):
-            return LONG_TTL if marker.get("ttl") == "1h" else SHORT_TTL
-    return SHORT_TTL
-
-
-def _content(message: dict[str, Any]) -> list[Any]:
-    content = message.get("content")
-    return content if isinstance(content, list) else []
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,7 +156,7 @@ class _Report:
     def __init__(self, root: Root, session: str) -> None:
         self.joined = join_session(root, session)
         self.lazy = LazyBodies(root, session, self.joined.bodies)
-        self._intern = _Interner()
+        self._reader = ShapeReader()
         self._shapes: dict[str, Shape | None] = {}
         responses: dict[str, list[str]] = {}
         for body in self.joined.bodies.values():
@@ -278,10 +165,14 @@ class _Report:
                 responses.setdefault(request_id, []).append(body.record_id)
         self._response_of_request = {k: v[0] for k, v in responses.items() if len(v) == 1}
 
-    def shape(self, record_id: str) -> Shape | None:
+    def shape(self, record_id: str, base_id: str | None = None) -> Shape | None:
+        """The shape of a request, read from where it stops repeating ``base_id``'s."""
         if record_id not in self._shapes:
-            value = self.lazy.parsed(record_id)
-            self._shapes[record_id] = shape_of(value, self._intern) if value is not None else None
+            body = self.lazy.body(record_id)
+            found = self._reader.shape(record_id, body, base_id) if body is not None else None
+            if body is not None and found is None:
+                self.lazy.problems.append(f"{record_id}: the body is not a JSON object")
+            self._shapes[record_id] = found
         return self._shapes[record_id]
 
     def previous(self, named: str) -> str | None:
@@ -298,8 +189,8 @@ class _Report:
         call = calls.get(message_id) if message_id else None
         named = request.keys.get("prev_request")
         previous_id = self.previous(named) if named else None
-        current = self.shape(request.record_id)
         previous = self.shape(previous_id) if previous_id else None
+        current = self.shape(request.record_id, previous_id)
         also: list[str] = []
         if current is None:
             cause, detail = UNREADABLE, "the request does not rebuild or is not a JSON object"

@@ -81,13 +81,21 @@ class LazyBodies:
                 self._pieces = read_pieces(self._root, self._session, wanted)
         return self._pieces
 
-    def parsed(self, record_id: str) -> dict[str, Any] | None:
-        """The body as a JSON object, or None (with the reason in ``problems``)."""
+    def body(self, record_id: str) -> bytes | None:
+        """The body's exact bytes, or None (with the reason in ``problems``)."""
         try:
-            value = orjson.loads(self._bytes(record_id))
+            return self._bytes(record_id)
         except (BodyNotFound, CodecError) as err:
             self.problems.append(f"{record_id}: {err}")
             return None
+
+    def parsed(self, record_id: str) -> dict[str, Any] | None:
+        """The body as a JSON object, or None (with the reason in ``problems``)."""
+        data = self.body(record_id)
+        if data is None:
+            return None
+        try:
+            value = orjson.loads(data)
         except orjson.JSONDecodeError:
             self.problems.append(f"{record_id}: the body is not JSON")
             return None
