@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from asz.adapters.provider_index import sync_index
 from asz.adapters.session_filter import Verdict
 from asz.bodykeys import read_keys
+from asz.store.atomic import StagedFiles
 from asz.store.bodies import BodyStore, IncomingBody
 from asz.store.root import Root
 from asz.store.transcripts import MAIN_STREAM, LandedLine, TranscriptLander, TranscriptSource
@@ -255,6 +256,7 @@ class HandMade:
         second line, as a damaged or removed file would."""
         root = self.root
         root.ensure()
+        staged = StagedFiles()
         lander = TranscriptLander(
             root,
             compression="zstd",
@@ -262,6 +264,7 @@ class HandMade:
             next_seq=itertools.count(root.next_seq(self.session)).__next__,
             on_window=lambda window: None,
             max_windows=100_000,
+            staged=staged,
         )
         for stream, lines in self.streams.items():
             relpath = (
@@ -273,6 +276,7 @@ class HandMade:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(b"".join(line + b"\n" for line in lines))
             outcome = lander.land(TranscriptSource(path, relpath, self.session, stream))
+            staged.commit()
             assert outcome.error is None and outcome.conflict is None
             if stream == gap_in:
                 source = TranscriptSource(path, relpath, self.session, stream)

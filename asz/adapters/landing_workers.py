@@ -133,12 +133,13 @@ def _shares(sessions: list[DiscoveredSession]) -> list[list[DiscoveredSession]]:
     shares: list[list[DiscoveredSession]] = []
     share: list[DiscoveredSession] = []
     size = 0
-    for session in sorted(sessions, key=_source_bytes, reverse=True):
-        if share and (size + _source_bytes(session) > SHARE_BYTES or len(share) >= SHARE_SESSIONS):
+    sized = sorted(((_source_bytes(s), s) for s in sessions), key=lambda pair: -pair[0])
+    for session_bytes, session in sized:
+        if share and (size + session_bytes > SHARE_BYTES or len(share) >= SHARE_SESSIONS):
             shares.append(share)
             share, size = [], 0
         share.append(session)
-        size += _source_bytes(session)
+        size += session_bytes
     if share:
         shares.append(share)
     return shares

@@ -277,9 +277,9 @@ class StagedFiles:
         files, self._files = self._files, []
         actions, self._actions = self._actions, []
         self.size = 0
+        directories = DirSyncs() if self._syncs is None else self._syncs
         try:
             _flush((item.temp for item in files), directories=False)
-            directories = DirSyncs() if self._syncs is None else self._syncs
             for item in files:
                 _link_no_replace(item.temp, item.path)
                 directories.add(item.path.parent, item.created)

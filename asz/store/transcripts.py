@@ -472,9 +472,8 @@ class TranscriptLander:
     """Lands the sources of one session, each from where it was last landed.
 
     ``next_seq`` hands out the session's next sequence number; ``on_window`` sees every window
-    as it is staged, which is how the derived facts grow without reading it back. With
-    ``staged`` the windows are staged there and land when the caller commits it, the cursors
-    moving after that; without, each source's windows land before :meth:`land` returns.
+    as it is staged, which is how the derived facts grow without reading it back. Windows are
+    staged in ``staged`` and land when the caller commits it, the cursors moving after that.
     """
 
     def __init__(
@@ -486,7 +485,7 @@ class TranscriptLander:
         next_seq: Callable[[], int],
         on_window: Callable[[LandedWindow], None],
         max_windows: int = MAX_WINDOWS_PER_PASS,
-        staged: StagedFiles | None = None,
+        staged: StagedFiles,
     ) -> None:
         self.root = root
         self.staged = staged
@@ -497,19 +496,7 @@ class TranscriptLander:
         self.max_windows = max_windows
 
     def land(self, source: TranscriptSource) -> SourceOutcome:
-        """Lands (or stages) what is new in ``source``; its own trouble is reported, never
-        raised."""
-        if self.staged is not None:
-            return self._stage(source, self.staged)
-        staged = StagedFiles()
-        outcome = self._stage(source, staged)
-        try:
-            staged.commit()
-        except OSError as err:
-            outcome.error = f"{source.relpath}: {err.strerror or err}"
-        return outcome
-
-    def _stage(self, source: TranscriptSource, staged: StagedFiles) -> SourceOutcome:
+        """Stages what is new in ``source``; a source's own trouble is reported, never raised."""
         outcome = SourceOutcome()
         directory = self.root.transcripts_dir(source.session) / source.key
         cursor = load_cursor(directory)
@@ -531,9 +518,7 @@ class TranscriptLander:
             outcome.error = f"{source.relpath}: cannot be opened: {err.strerror or err}"
             return outcome
         try:
-            run = _SourceRun(
-                self, source, fd, directory=directory, stored=cursor, outcome=outcome, staged=staged
-            )
+            run = _SourceRun(self, source, fd, directory=directory, stored=cursor, outcome=outcome)
             if source.snapshot:
                 run.land_snapshot()
             else:
@@ -561,10 +546,9 @@ class _SourceRun:
         directory: Path,
         stored: Cursor | None,
         outcome: SourceOutcome,
-        staged: StagedFiles,
     ) -> None:
         self.lander = lander
-        self.staged = staged
+        self.staged = lander.staged
         self.source = source
         self.fd = fd
         self.directory = directory

@@ -198,15 +198,16 @@ class ShapeReader:
     def _read(self, body: bytes, base: _Read | None) -> _Read:
         """The cut and messages of ``body``; raises what the scanner or orjson raise when
         it cannot be read this way."""
-        mark = _shared_mark(body, base) if base is not None else None
-        if base is None or mark is None:
+        shared = _shared_marks(body, base) if base is not None else 0
+        if base is None or not shared:
             cut = scan_body(body)
             kept: list[_Message] = []
         else:
-            # The bytes before ``mark`` are the base's, which was a JSON object; every byte
+            # The bytes before the mark are the base's, which was a JSON object; every byte
             # after it is parsed below, piece by piece.
+            mark = base.cut.marks[shared - 1]
             cut = scan_rest(body, base.cut, mark, base.body, checked=True)
-            kept = base.messages[: base.cut.marks.index(mark) + 1]
+            kept = base.messages[:shared]
         if cut.first_message is None or cut.messages_end is None:
             raise ValueError("no messages to read")
         starts = [cut.first_message[0], *cut.marks]
@@ -225,13 +226,10 @@ class ShapeReader:
         return known
 
 
-def _shared_mark(body: bytes, base: _Read) -> int | None:
-    """The last mark of the base (a start of one of its messages) up to which ``body``
-    repeats it, or None."""
-    marks = base.cut.marks
-    shared = common_prefix(body, base.body)
-    at = bisect_right(marks, shared) - 1
-    return marks[at] if at >= 0 else None
+def _shared_marks(body: bytes, base: _Read) -> int:
+    """How many of the base's marks (the starts of its messages after the first) ``body``
+    repeats it up to; as many of its messages are the base's."""
+    return bisect_right(base.cut.marks, common_prefix(body, base.body))
 
 
 def _element(body: bytes, start: int, end: int, *, last: bool) -> bytes:
