@@ -1,5 +1,5 @@
 """Lets ``python -m asz`` behave like the ``asz`` console script."""
 
-from asz.cli import main
+from asz.commands import main
 
 raise SystemExit(main())

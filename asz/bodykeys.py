@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import orjson
 
@@ -45,15 +45,25 @@ class BodyKeys:
 
     def as_dict(self) -> dict[str, str]:
         """Only the keys present, as a manifest carries them."""
-        named = (
-            ("model", self.model),
-            ("session", self.session),
-            ("prompt", self.prompt),
-            ("prev_request", self.prev_request),
-            ("message_id", self.message_id),
-            ("request_id", self.request_id),
+        return {name: value for name in KEY_NAMES if (value := getattr(self, name))}
+
+    def as_tuple(self) -> tuple[str | None, ...]:
+        """Every key in ``KEY_NAMES`` order, ``None`` where absent (a ledger row's columns)."""
+        return tuple(getattr(self, name) for name in KEY_NAMES)
+
+    @classmethod
+    def from_dict(cls, keys: object) -> BodyKeys:
+        """The keys of a manifest's ``keys`` object: names it does not know, and values that
+        are not strings, are left out."""
+        if not isinstance(keys, dict):
+            return cls()
+        return cls(
+            **{name: value for name in KEY_NAMES if isinstance(value := keys.get(name), str)}
         )
-        return {name: value for name, value in named if value}
+
+
+KEY_NAMES: tuple[str, ...] = tuple(field.name for field in fields(BodyKeys))
+"""The one list of body key names, in field order: manifests, ledger columns and readers."""
 
 
 def is_session_id(value: str) -> bool:

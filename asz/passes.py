@@ -10,64 +10,30 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Collection
-from dataclasses import asdict, dataclass, field
 
-from asz.adapters.claude_code_local import LocalResult, collect_transcripts
-from asz.adapters.claude_code_provider import ProviderResult, ProviderState, collect_bodies
+from asz.adapters.claude_code_local import collect_transcripts
+from asz.adapters.claude_code_provider import ProviderState, collect_bodies
 from asz.adapters.session_filter import SessionJudge
 from asz.config import Config
-from asz.store.bodies import BodyStore
+from asz.store.bodies import BodyLander
 from asz.store.root import Root
+from asz.tally import Tally
 
 WRITE_FAILED = (OSError, sqlite3.Error)
 """What a write to the root raises when the disk is full or failing (the provider ledger is an
 SQLite database, which says so in its own words)."""
 
 
-@dataclass(slots=True)
-class PassCounts:
-    """What one pass did; the ``--json`` line and the metrics are made from this."""
-
-    sessions: int = 0
-    landed: int = 0
-    records: int = 0
-    bodies_landed: int = 0
-    bodies_waiting: int = 0
-    bodies_unreadable: int = 0
-    bodies_excluded: int = 0
-    transcript_lines_landed: int = 0
-    transcripts_unattributed: int = 0
-    sessions_excluded: int = 0
-    source_bytes: int = 0
-    landed_bytes: int = 0
-    conflicts: int = 0
-    conflict_sources: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def complete(self) -> bool:
-        """Waiting and unreadable bodies never fail a pass; conflicts and errors do."""
-        return self.conflicts == 0 and not self.errors
-
-    @property
-    def changed(self) -> bool:
-        return self.landed > 0 or self.conflicts > 0 or bool(self.errors)
-
-    def as_dict(self) -> dict:
-        return {**asdict(self), "complete": self.complete}
-
-
 def run_pass(
     config: Config,
     root: Root,
-    store: BodyStore,
+    lander: BodyLander,
     now: float | None = None,
     *,
     provider: ProviderState | None = None,
     changed_bodies: Collection[str] | None = None,
     rescan: bool = False,
-) -> PassCounts:
+) -> Tally:
     """Lands everything new under the Claude Code directory; the caller holds the root lock.
 
     A long-running caller keeps ``provider`` from pass to pass, and may say which body files
@@ -76,33 +42,24 @@ def run_pass(
     moved. ``asz collect --once`` gives none of these.
     """
     started = time.monotonic()
-    counts = PassCounts()
-    sessions: set[str] = set()
+    counts = Tally()
+    store = lander.store
     if config.adapters.claude_code_local.enabled:
         try:
-            local = collect_transcripts(config, root)
+            local = collect_transcripts(config, store)
         except WRITE_FAILED as err:
-            local = LocalResult(errors=[_stopped("landing transcripts", err)])
-        sessions |= local.sessions
-        counts.landed += local.files_landed
-        counts.records += local.files_landed
-        counts.transcript_lines_landed = local.lines_landed
-        counts.transcripts_unattributed = local.unattributed
-        counts.sessions_excluded = local.excluded_sessions
-        counts.source_bytes += local.source_bytes
-        counts.landed_bytes += local.landed_bytes
-        counts.conflict_sources += local.conflicts
-        counts.errors += local.errors
+            local = Tally(errors=[_stopped("landing transcripts", err)])
+        counts.add(local)
         if local.pending:
             counts.errors.append(f"{local.pending} transcript(s) have more than one pass lands")
     if config.adapters.claude_code_provider.enabled:
         # Judged after the transcripts landed, so sessions they just named can be judged.
-        judge = SessionJudge(config, root)
+        judge = SessionJudge(config, store)
         try:
             bodies = collect_bodies(
                 config,
                 root,
-                store,
+                lander,
                 judge,
                 now=now,
                 state=provider,
@@ -110,20 +67,8 @@ def run_pass(
                 rescan=rescan,
             )
         except WRITE_FAILED as err:
-            bodies = ProviderResult(errors=[_stopped("landing bodies", err)])
-        sessions |= bodies.sessions
-        counts.landed += bodies.bodies_landed
-        counts.records += bodies.records
-        counts.bodies_landed = bodies.bodies_landed
-        counts.bodies_waiting = bodies.waiting
-        counts.bodies_unreadable = bodies.unreadable
-        counts.bodies_excluded = bodies.excluded
-        counts.source_bytes += bodies.source_bytes
-        counts.landed_bytes += bodies.landed_bytes
-        counts.conflict_sources += bodies.conflicts
-        counts.errors += bodies.errors
-    counts.conflicts = len(counts.conflict_sources)
-    counts.sessions = len(sessions)
+            bodies = Tally(errors=[_stopped("landing bodies", err)])
+        counts.add(bodies)
     counts.seconds = round(time.monotonic() - started, 6)
     return counts
 
@@ -134,10 +79,10 @@ def _stopped(part: str, err: Exception) -> str:
     return f"{part} stopped part way: {err}"
 
 
-def pass_line(counts: PassCounts) -> str:
+def pass_line(counts: Tally) -> str:
     """The one human line a pass prints."""
     fields = [
-        f"sessions={counts.sessions}",
+        f"sessions={len(counts.sessions)}",
         f"landed={counts.landed}",
         f"records={counts.records}",
         f"lines={counts.transcript_lines_landed}",

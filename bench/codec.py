@@ -22,10 +22,9 @@ from pathlib import Path
 import orjson
 
 from asz.bodykeys import read_keys
-from asz.store.bodies import BodyStore, IncomingBody
+from asz.store import open_store
+from asz.store.bodies import BodyLander, IncomingBody
 from asz.store.codec import SessionBodies
-from asz.store.reader import SessionReader
-from asz.store.root import Root
 from asz.synth import SynthOptions, synthesize
 
 BASELINE_LANDED = 0.216  # the better of the specification's two measured captures
@@ -68,18 +67,18 @@ def measure(name: str, capture: Path, expected: dict, workdir: Path) -> None:
             records += len(orjson.dumps(record.meta)) + len(record.payload)
     encode_seconds = time.process_time() - started
 
-    root = Root(workdir / f"root-{name}")
-    store = BodyStore(root, "zstd")
+    store = open_store(workdir / f"root-{name}", compression="zstd")
+    lander = BodyLander(store)
     started = time.process_time()
     on_disk = 0
     for session, bodies in sessions.items():
-        on_disk += store.land(session, bodies, 2 * 1024 * 1024).landed_bytes
+        on_disk += lander.land(session, bodies, 2 * 1024 * 1024).tally.landed_bytes
     land_seconds = time.process_time() - started
 
     started = time.process_time()
     rebuilt = 0
     for session, bodies in sessions.items():
-        reader = SessionReader(root, session)
+        reader = store.session(session)
         for body in bodies:
             data = reader.body(body.record_id)
             if data != body.body:

@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from bodies import CHILD_REMINDER, MAIN_REMINDER, SUBAGENT_TOOLS, Chain, filler, uuid_like
 
 from asz.bodykeys import read_keys
-from asz.store.codec import Record, SessionBodies
+from asz.store.codec import SessionBodies
+from asz.store.manifest import Record
 from asz.store.scan import NotCuttable, scan_body
 
 Body = tuple[str, str, bytes]  # record id, role, bytes

@@ -33,14 +33,16 @@ from pathlib import Path
 import orjson
 
 from asz.adapters.claude_code_local import collect_transcripts
-from asz.adapters.claude_code_provider import ProviderResult, collect_bodies
+from asz.adapters.claude_code_provider import collect_bodies
 from asz.adapters.provider_index import INDEX_NAME
 from asz.adapters.provider_source import list_sources
 from asz.adapters.session_filter import SessionJudge
 from asz.config import Config
-from asz.store.bodies import BodyStore
+from asz.store import open_store
+from asz.store.bodies import BodyLander
 from asz.store.root import Root, collector_lock
 from asz.synth import SynthOptions, synthesize
+from asz.tally import Tally
 
 TARGETS = {"first_mb_s": 80.0, "peak_rss_mb": 300.0, "idle_s_per_100k": 2.0}
 
@@ -115,12 +117,12 @@ def pad(bodies: Path, files: int) -> int:
     return missing
 
 
-def timed_pass(config: Config, root: Root, store: BodyStore) -> tuple[float, ProviderResult]:
+def timed_pass(config: Config, root: Root, lander: BodyLander) -> tuple[float, Tally]:
     """A pass as the runner makes it; only the provider adapter is timed."""
     with collector_lock(root):
-        collect_transcripts(config, root)
+        collect_transcripts(config, lander.store)
         started = time.perf_counter()
-        result = collect_bodies(config, root, store, SessionJudge(config, root))
+        result = collect_bodies(config, root, lander, SessionJudge(config, lander.store))
         return time.perf_counter() - started, result
 
 
@@ -132,15 +134,15 @@ def measure(claude: Path, root_dir: Path, files: int) -> dict:
     """Runs in its own process: the figures of the three passes."""
     config = Config(root=root_dir, claude_dir=claude)
     root = Root(root_dir)
-    store = BodyStore(root, config.compression)
+    lander = BodyLander(open_store(root_dir, compression=config.compression))
     listing = list_sources(config.bodies_dir).files
     source_bytes = sum(source.size for source in listing)
-    first_s, first = timed_pass(config, root, store)
+    first_s, first = timed_pass(config, root, lander)
     first_rss = peak_rss_mb()
-    second_s, second = timed_pass(config, root, store)
+    second_s, second = timed_pass(config, root, lander)
     added = pad(config.bodies_dir, files)
-    padded_s, padded = timed_pass(config, root, store)
-    idle_s, idle = timed_pass(config, root, store)
+    padded_s, padded = timed_pass(config, root, lander)
+    idle_s, idle = timed_pass(config, root, lander)
     total_files = len(list_sources(config.bodies_dir).files)
     return {
         "backlog_files": len(listing),
@@ -164,13 +166,13 @@ def measure(claude: Path, root_dir: Path, files: int) -> dict:
     }
 
 
-def _counts(result: ProviderResult) -> dict:
+def _counts(result: Tally) -> dict:
     return {
         "landed": result.bodies_landed,
-        "waiting": result.waiting,
-        "unreadable": result.unreadable,
-        "excluded": result.excluded,
-        "conflicts": len(result.conflicts),
+        "waiting": result.bodies_waiting,
+        "unreadable": result.bodies_unreadable,
+        "excluded": result.bodies_excluded,
+        "conflicts": result.conflicts,
         "errors": len(result.errors),
     }
 

@@ -41,8 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from conftest import asz_executable
 from test_service import Claude, child_env, request_body
 
-from asz.store.framing import LandedFileError, read_file
-from asz.store.root import Root
+from asz.store import BODY_KIND, LandedFileError, LandedName, open_store
 
 SESSIONS = [f"{number:08x}-2222-4333-8444-555555555555" for number in range(100)]
 POLL = 0.01
@@ -108,24 +107,24 @@ class LandingWatch:
     """When each body's landed file appeared, by polling the session's landed files."""
 
     def __init__(self, root: Path, session: str) -> None:
-        self.root = Root(root)
-        self.session = session
-        self.seen: set[Path] = {item.path for item in self._files()}
+        # open_session: the session may not have landed anything yet.
+        self.session = open_store(root).open_session(session)
+        self.seen: set[str] = {name.path for name in self._files()}
         self.landed_at: dict[str, float] = {}
 
-    def _files(self) -> list:
-        return self.root.landed(self.root.bodies_dir(self.session))
+    def _files(self) -> list[LandedName]:
+        return self.session.landed(BODY_KIND)
 
     def poll(self) -> None:
         now = time.time()
-        for item in self._files():
-            if item.path in self.seen:
+        for name in self._files():
+            if name.path in self.seen:
                 continue
             try:
-                landed = read_file(item.path)
+                landed = self.session.read(name)
             except LandedFileError:
                 continue
-            self.seen.add(item.path)
+            self.seen.add(name.path)
             for record in landed.records:
                 self.landed_at.setdefault(str(record.meta.get("id")), now)
 

@@ -24,10 +24,11 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from asz.adapters.claude_code_local import LocalResult, collect_transcripts
+from asz.adapters.claude_code_local import collect_transcripts
 from asz.config import AdapterConfig, Adapters, Config, SessionFilter
+from asz.store import Store, open_store
 from asz.store.root import Root, collector_lock
-from asz.store.session_facts import load_facts
+from asz.tally import Tally
 
 UUID = rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 SESSION_ID = re.compile(rb'"sessionId":"(' + UUID + rb')"|/(' + UUID + rb")(?:\.jsonl)?(?=/|$)")
@@ -88,11 +89,11 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def timed_pass(config: Config, root: Root) -> tuple[float, float, LocalResult]:
+def timed_pass(config: Config, root: Root, store: Store) -> tuple[float, float, Tally]:
     """(wall seconds, CPU seconds of the process and its workers, result) of one pass."""
     started, cpu = time.perf_counter(), cpu_seconds()
     with collector_lock(root):
-        result = collect_transcripts(config, root)
+        result = collect_transcripts(config, store)
     return time.perf_counter() - started, cpu_seconds() - cpu, result
 
 
@@ -124,25 +125,27 @@ def main() -> int:
             adapters=Adapters(claude_code_local=AdapterConfig(source_root=str(projects))),
         )
         root = Root(config.root)
-        seconds, cpu, first = timed_pass(config, root)
-        assert not first.conflicts and not first.errors and not first.pending, first
+        store = open_store(config.root, compression=config.compression)
+        seconds, cpu, first = timed_pass(config, root, store)
+        assert not first.conflict_sources and not first.errors and not first.pending, first
         megabytes = first.source_bytes / 1e6
         print(
-            f"first pass:  {megabytes:.1f} MB in {first.files_landed} files, "
+            f"first pass:  {megabytes:.1f} MB in {first.transcript_files} files, "
             f"{len(first.sessions)} sessions, {seconds:.2f} s = {megabytes / seconds:.1f} MB/s "
             f"(target >= 100); CPU {cpu:.2f} s = {megabytes / cpu:.1f} MB per CPU second; "
             f"landed {first.landed_bytes / first.source_bytes:.1%} of the source bytes"
         )
-        seconds, cpu, second = timed_pass(config, root)
-        assert second.files_landed == 0, second
+        seconds, cpu, second = timed_pass(config, root, store)
+        assert second.transcript_files == 0, second
         print(
             f"second pass: nothing new, {seconds:.3f} s (CPU {cpu:.3f} s) for {files} files = "
             f"{seconds / files * 1000:.3f} s per 1,000 files (target well under 1)"
         )
         started = time.perf_counter()
-        calls = sum(len(load_facts(root, session).calls) for session in root.sessions())
+        sessions = store.sessions()
+        calls = sum(len(store.session(session).facts().calls) for session in sessions)
         print(
-            f"facts: {calls} calls over {len(root.sessions())} sessions loaded from their "
+            f"facts: {calls} calls over {len(sessions)} sessions loaded from their "
             f"caches in {time.perf_counter() - started:.2f} s"
         )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -16,16 +16,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from asz.collect import collect_once
+from asz.commands.collect import collect_once
 from asz.config import Config
-from asz.store.codec import Record, SessionBodies
-from asz.store.framing import read_file
-from asz.store.root import Root
+from asz.store import BODY_KIND, Store, open_store
+from asz.store.held import HeldBodies
+from asz.store.manifest import Record
 from asz.synth import SynthOptions, synthesize
 from asz.view import build_view, cache_report
 
 
-def land(workdir: Path, calls: int, tool_calls: int) -> tuple[Root, str, float]:
+def land(workdir: Path, calls: int, tool_calls: int) -> tuple[Store, str, float]:
     capture = workdir / "claude"
     turns = max(1, calls // (tool_calls + 1))
     options = SynthOptions(
@@ -38,11 +38,12 @@ def land(workdir: Path, calls: int, tool_calls: int) -> tuple[Root, str, float]:
         raise SystemExit("the collector pass was not complete")
     landed = time.perf_counter() - started
     session = expected["sessions"][0]["id"]
-    return Root(config.root), session, landed
+    return open_store(config.root), session, landed
 
 
 class CountingLoads:
-    """Counts, by role, the records any SessionBodies takes in while installed.
+    """Counts, by role, the records any HeldBodies (a SessionBodies too) takes in while
+    installed.
 
     Taking in a record checks it by hashing what it rebuilds to, so a request never taken in
     is a request never rebuilt.
@@ -50,21 +51,21 @@ class CountingLoads:
 
     def __init__(self) -> None:
         self.by_role: dict[str, int] = {"request": 0, "response": 0}
-        self._original = SessionBodies.add
+        self._original = HeldBodies.add
 
     def __enter__(self) -> CountingLoads:
         counts, original = self.by_role, self._original
 
-        def add(bodies: SessionBodies, record: Record) -> None:
+        def add(bodies: HeldBodies, record: Record) -> None:
             role = str(record.meta.get("role"))
             counts[role] = counts.get(role, 0) + 1
             original(bodies, record)
 
-        SessionBodies.add = add  # type: ignore[method-assign]
+        HeldBodies.add = add  # type: ignore[method-assign]
         return self
 
     def __exit__(self, *_: object) -> None:
-        SessionBodies.add = self._original  # type: ignore[method-assign]
+        HeldBodies.add = self._original  # type: ignore[method-assign]
 
 
 def best_of(repeat: int, work) -> tuple[float, object]:
@@ -86,20 +87,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         workdir = args.keep or Path(scratch)
         workdir.mkdir(parents=True, exist_ok=True)
-        root, session, landed = land(workdir, args.calls, args.tool_calls)
-        body_files = root.landed(root.bodies_dir(session))
-        body_bytes = sum(item.path.stat().st_size for item in body_files)
+        store, session, landed = land(workdir, args.calls, args.tool_calls)
+        landed_session = store.session(session)
+        body_files = landed_session.landed(BODY_KIND)
+        body_bytes = landed_session.landed_bytes(BODY_KIND)
         request_bytes = sum(
             record.meta["size"]
-            for item in body_files
-            for record in read_file(item.path).records
+            for _name, landed_file in landed_session.files(body_files)
+            for record in landed_file.records
             if record.meta["role"] == "request"
         )
-        view_seconds, view = best_of(args.repeat, lambda: build_view(root, session))
+        # A fresh Session each time, as ``asz view`` and ``asz cache`` open one: nothing read
+        # by one run is kept for the next.
+        view_seconds, view = best_of(args.repeat, lambda: build_view(store.session(session)))
         with CountingLoads() as counting:
-            build_view(root, session)
+            build_view(store.session(session))
         loaded = counting.by_role
-        cache_seconds, report = best_of(1, lambda: cache_report(root, session))
+        cache_seconds, report = best_of(1, lambda: cache_report(store.session(session)))
         summary = view["summary"]
         print(
             f"session {session}: {summary['calls']} calls, {summary['bodies_landed']} bodies "

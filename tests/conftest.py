@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+FIXTURE_ROOT = REPO / "tests" / "fixtures" / "root-0.1.0" / "root"
+"""A small root landed by asz 0.1.0; ``sources.json`` beside it holds its sources' digests."""
+FIXTURE_SESSION = "99ed4f49-1004-4720-98cc-672b32933aaf"
 
 
 def samples_dir() -> Path | None:

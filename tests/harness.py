@@ -33,20 +33,13 @@ from typing import Any
 import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
+from asz.adapters.provider_ledger import Ledger, State, ledger_path, open_ledger
+from asz.adapters.transcript_cursors import cursor_path, load_cursor
+from asz.store import BODY_KIND, Session, Store, open_store
 from asz.store.crashpoints import ENV as CRASH_ENV
 from asz.store.crashpoints import EXIT_CODE as CRASH_EXIT
 from asz.store.crashpoints import POINTS
-from asz.store.framing import LandedFileError, read_file
-from asz.store.ledger import Ledger, State, ledger_path, open_ledger
-from asz.store.reader import SessionReader
 from asz.store.root import Root
-from asz.store.transcripts import (
-    CURSOR_FILE,
-    iter_lines,
-    load_cursor,
-    read_windows,
-    stream_dirs,
-)
 from asz.synth import SynthOptions, synthesize
 
 BODIES = "asz/provider-bodies"
@@ -308,14 +301,14 @@ def check_root(ws: Workspace, capture: Capture, body_samples: int = 4) -> list[s
     """Everything that is wrong with the root, given that every write of ``capture`` was made
     and a clean pass has run since: empty when nothing was lost and nothing landed twice."""
     problems: list[str] = []
-    root = Root(ws.root)
+    store = open_store(ws.root)
     code, report = ws.verify()
     if code != 0 or report.get("problems"):
         problems.append(f"asz verify exited {code}: {report.get('problems', [])[:5]}")
-    problems += _check_bodies(ws, root, capture, body_samples)
-    problems += _check_transcripts(ws, root, capture)
-    problems += _check_index(ws, root)
-    problems += _check_ledger(root, capture)
+    problems += _check_bodies(ws, store, capture, body_samples)
+    problems += _check_transcripts(ws, store, capture)
+    problems += _check_index(ws, store)
+    problems += _check_ledger(store, capture)
     problems += [f"a temporary file was left behind: {path}" for path in stale_temps(ws.root)]
     return problems
 
@@ -324,21 +317,22 @@ def stale_temps(root: Path) -> list[Path]:
     return sorted(path for path in root.rglob(".tmp-*"))
 
 
-def landed_records(root: Root, session: str) -> list[dict[str, Any]]:
-    """The manifests of every body record landed in a session, in landing order."""
-    metas = []
-    for item in root.landed(root.bodies_dir(session)):
-        with contextlib.suppress(LandedFileError):
-            metas += [record.meta for record in read_file(item.path).records]
-    return metas
+def landed_records(session: Session) -> list[dict[str, Any]]:
+    """The manifests of every body record landed in a session, in landing order, repeats
+    included (``Session.manifests`` keeps the first of each id)."""
+    return [
+        record.meta
+        for _name, landed in session.files(session.landed(BODY_KIND))
+        for record in landed.records
+    ]
 
 
-def _check_bodies(ws: Workspace, root: Root, capture: Capture, samples: int) -> list[str]:
+def _check_bodies(ws: Workspace, store: Store, capture: Capture, samples: int) -> list[str]:
     problems = []
     want = {(body["session"], body["id"]): body for body in capture.claimable()}
     seen: Counter[tuple[str, str]] = Counter()
-    for session in root.sessions():
-        for meta in landed_records(root, session):
+    for session in store.sessions():
+        for meta in landed_records(store.session(session)):
             seen[(session, meta.get("id"))] += 1
     for key, count in seen.items():
         if count > 1:
@@ -349,8 +343,7 @@ def _check_bodies(ws: Workspace, root: Root, capture: Capture, samples: int) -> 
         if key not in seen:
             problems.append(f"body {body['id']} of session {key[0]} was lost")
             continue
-        reader = SessionReader(root, key[0])
-        if reader.body(body["id"]) != (capture.dir / body["file"]).read_bytes():
+        if store.session(key[0]).body(body["id"]) != (capture.dir / body["file"]).read_bytes():
             problems.append(f"body {body['id']} does not rebuild to its bytes")
     for body in random.Random(len(want)).sample(list(want.values()), min(samples, len(want))):
         done = ws.body(body["session"], body["id"])
@@ -359,52 +352,53 @@ def _check_bodies(ws: Workspace, root: Root, capture: Capture, samples: int) -> 
     return problems
 
 
-def _check_transcripts(ws: Workspace, root: Root, capture: Capture) -> list[str]:
+def _check_transcripts(ws: Workspace, store: Store, capture: Capture) -> list[str]:
     problems = []
     for session, path in capture.transcripts():
         relpath = path.removeprefix("projects/")
         source = (ws.claude / path).read_bytes()
-        got = [line for line in iter_lines(root, session) if line.source == relpath]
+        lines = store.session(session).transcript_lines()
+        got = [line for line in lines if line.source == relpath]
         numbers = [line.line for line in got]
         if numbers != list(range(1, len(numbers) + 1)):
             problems.append(f"{relpath}: landed line numbers are not 1..n once each")
         if b"".join(line.data for line in got) != source:
             problems.append(f"{relpath}: landed lines are not the source's {len(source)} bytes")
-    for session in root.sessions():
-        for directory in stream_dirs(root, session):
-            problems += _check_stream(root, directory)
+    for session_id in store.sessions():
+        session = store.session(session_id)
+        for directory in session.stream_dirs():
+            problems += _check_stream(session, directory)
     return problems
 
 
-def _check_stream(root: Root, directory: Path) -> list[str]:
+def _check_stream(session: Session, directory: str) -> list[str]:
     """Each byte of an append-only source landed once, and the cursor where the windows end."""
-    files = root.landed(directory)
+    files = session.landed_in(directory)
     end, snapshot = 0, None
     problems = []
-    for item in files:
-        for window in read_windows(item.path):
-            if window.snapshot:
-                if window.payload == snapshot:
-                    problems.append(f"{item.path}: the same sidecar bytes landed twice")
-                snapshot = window.payload
-            elif window.off != end:
-                problems.append(f"{item.path}: a window at byte {window.off}, not {end}")
-                end = max(end, window.end)
-            else:
-                end = window.end
-    cursor = load_cursor(directory)
+    for name, window in session.windows(files):
+        if window.snapshot:
+            if window.payload == snapshot:
+                problems.append(f"{name.path}: the same sidecar bytes landed twice")
+            snapshot = window.payload
+        elif window.off != end:
+            problems.append(f"{name.path}: a window at byte {window.off}, not {end}")
+            end = max(end, window.end)
+        else:
+            end = window.end
+    cursor = load_cursor(session, directory)
     if files and cursor is None:
-        problems.append(f"{directory / CURSOR_FILE} is missing")
+        problems.append(f"{cursor_path(directory)} is missing")
     elif (
         cursor is not None
         and files
         and (cursor.last_seq != files[-1].seq or (snapshot is None and cursor.offset != end))
     ):
-        problems.append(f"{directory / CURSOR_FILE} does not match its landed files")
+        problems.append(f"{cursor_path(directory)} does not match its landed files")
     return problems
 
 
-def _check_index(ws: Workspace, root: Root) -> list[str]:
+def _check_index(ws: Workspace, store: Store) -> list[str]:
     """Every line of ``index.jsonl`` landed once, in the session it names."""
     path = ws.claude / INDEX
     if not path.exists():
@@ -416,11 +410,11 @@ def _check_index(ws: Workspace, root: Root) -> list[str]:
             want.setdefault(orjson.loads(line).get("session_id"), set()).add(offset)
         offset += len(line)
     problems = []
-    for session in root.sessions():
-        offsets: Counter[int] = Counter()
-        for item in root.landed(root.session_dir(session) / "provider_index"):
-            offsets.update(record.meta["off"] for record in read_file(item.path).records)
-        twice = sorted(off for off, count in offsets.items() if count > 1)
+    for session in store.sessions():
+        offsets: Counter[int | None] = Counter(
+            line.offset for line in store.session(session).index_lines()
+        )
+        twice = sorted(off for off, count in offsets.items() if off is not None and count > 1)
         if twice:
             problems.append(f"index lines at {twice[:5]} landed twice in session {session}")
         if set(offsets) != want.get(session, set()):
@@ -428,21 +422,21 @@ def _check_index(ws: Workspace, root: Root) -> list[str]:
     return problems
 
 
-def _check_ledger(root: Root, capture: Capture) -> list[str]:
+def _check_ledger(store: Store, capture: Capture) -> list[str]:
     """The ledger says landed exactly for the bodies landed, with the digest that landed."""
     try:
-        ledger = open_ledger(ledger_path(root), readonly=True)
+        ledger = open_ledger(ledger_path(Root(Path(store.location))), readonly=True)
     except (sqlite3.Error, ValueError) as err:
         return [f"the ledger does not read: {err}"]
     with ledger:
-        return _ledger_problems(ledger, root, capture)
+        return _ledger_problems(ledger, store, capture)
 
 
-def _ledger_problems(ledger: Ledger, root: Root, capture: Capture) -> list[str]:
+def _ledger_problems(ledger: Ledger, store: Store, capture: Capture) -> list[str]:
     problems = []
     landed = {}
-    for session in root.sessions():
-        for meta in landed_records(root, session):
+    for session in store.sessions():
+        for meta in landed_records(store.session(session)):
             landed[meta["src"]] = (session, meta["sha256"])
     for entry in ledger:
         if entry.state is State.LANDED and landed.get(entry.name) != (entry.session, entry.sha256):

@@ -31,8 +31,7 @@ import orjson
 import pytest
 from harness import Workspace, asz_command, landed_records
 
-from asz.store.root import Root
-from asz.store.transcripts import iter_lines
+from asz.store import Store, open_store
 
 S = "0b7e4c1a-5d2f-4e8b-9c3a-7f6e5d4c3b2a"
 T = "7d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6"
@@ -458,7 +457,7 @@ def test_bad_input(tmp_path: Path, case: str) -> None:
     assert "Traceback" not in done.stderr, done.stderr
     code, report = ws.verify()
     assert tree(tmp_path, ws.root) == before, "nothing is written outside the root"
-    root = Root(ws.root)
+    store = open_store(ws.root)
     assert code == 0, report["problems"]
     counts = done.counts
     if outcome is Outcome.REFUSED:
@@ -473,7 +472,8 @@ def test_bad_input(tmp_path: Path, case: str) -> None:
     bodies = {k: counts[k] for k in ("bodies_landed", "bodies_waiting", "bodies_unreadable")}
     if outcome in (Outcome.LANDED, Outcome.WHOLE):
         assert body is not None
-        [meta] = [m for m in landed_records(root, body.session) if m["id"] == body.record_id]
+        landed = landed_records(store.session(body.session))
+        [meta] = [m for m in landed if m["id"] == body.record_id]
         assert ("why" in meta) == (outcome is Outcome.WHOLE), meta.get("why")
         assert body.why.lower() in meta.get("why", "").lower()
         rebuilt = ws.body(body.session, body.record_id)
@@ -482,23 +482,26 @@ def test_bad_input(tmp_path: Path, case: str) -> None:
         assert body is not None
         assert counts["bodies_waiting"] == (outcome is Outcome.WAITING)
         assert counts["bodies_unreadable"] == (outcome is Outcome.UNREADABLE)
-        landed = {m["id"] for session in root.sessions() for m in landed_records(root, session)}
+        landed = {
+            m["id"] for session in store.sessions() for m in landed_records(store.session(session))
+        }
         assert body.record_id not in landed
     elif outcome is Outcome.IGNORED:
         assert bodies == {"bodies_landed": 0, "bodies_waiting": 0, "bodies_unreadable": 0}
     else:
-        _check_lines(ws, root)
+        _check_lines(ws, store)
 
 
-def _check_lines(ws: Workspace, root: Root) -> None:
+def _check_lines(ws: Workspace, store: Store) -> None:
     """Every complete line of the transcript of ``S`` landed, once; nothing else did."""
     data = (ws.projects / PROJECT / f"{S}.jsonl").read_bytes()
     complete = data[: data.rfind(b"\n") + 1]
     relpath = f"{PROJECT}/{S}.jsonl"
-    got = b"".join(line.data for line in iter_lines(root, S) if line.source == relpath)
+    lines = list(store.session(S).transcript_lines())
+    got = b"".join(line.data for line in lines if line.source == relpath)
     assert got == complete
-    assert [line.line for line in iter_lines(root, S)] == list(range(1, complete.count(b"\n") + 1))
-    assert root.sessions() == [S], "only the session a real transcript names lands"
+    assert [line.line for line in lines] == list(range(1, complete.count(b"\n") + 1))
+    assert store.sessions() == [S], "only the session a real transcript names lands"
 
 
 def test_the_table_holds_every_outcome_and_enough_cases() -> None:

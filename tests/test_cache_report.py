@@ -73,7 +73,7 @@ def run(made: HandMade, steps: list[Step]) -> list[dict[str, Any]]:
             },
         )
         prev = f"req_{n}"
-    report = cache_report(made.land(), made.session)
+    report = cache_report(made.land().session(made.session))
     assert report["problems"] == []
     return report["rows"]
 
@@ -231,7 +231,7 @@ def test_a_request_whose_previous_is_not_landed_is_unknown(tmp_path: Path) -> No
     made.call(MAIN_STREAM, "msg_1", "req_1")
     made.request("p1", "req_0")
     made.response("req_1", "msg_1")
-    rows = cache_report(made.land(), made.session)["rows"]
+    rows = cache_report(made.land().session(made.session))["rows"]
     assert causes(rows) == ["unknown"]
     assert rows[0]["detail"] == "no readable request is joined to the call of req_0"
 
@@ -270,7 +270,7 @@ def test_totals_and_the_reported_miss_reason(tmp_path: Path) -> None:
             "cache_miss_reason": None,
         },
     )
-    report = cache_report(made.land(), made.session)
+    report = cache_report(made.land().session(made.session))
     rows, totals = report["rows"], report["totals"]
     assert causes(rows) == ["first", "model", "kept"]
     assert [row["reported_miss_reason"] for row in rows] == [None, "model_changed", None]
@@ -306,10 +306,10 @@ def test_totals_and_the_reported_miss_reason(tmp_path: Path) -> None:
 
 
 def test_every_injected_break_of_a_synthetic_capture_is_found(tmp_path: Path, run_asz: Any) -> None:
-    root, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=11, subagents=2))
+    store, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=11, subagents=2))
     rows = {}
     for session in expected["sessions"]:
-        report = cache_report(root, session["id"])
+        report = cache_report(store.session(session["id"]))
         assert report["problems"] == []
         rows.update({row["request_id"]: row for row in report["rows"]})
     breaks = expected["cache_breaks"]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURE_ROOT, FIXTURE_SESSION
 
 from asz.cli import command_names
 
@@ -58,11 +60,17 @@ def test_verify_of_an_empty_root_passes(run_asz, tmp_path: Path) -> None:
     assert b'"problems":[]' in result.stdout
 
 
-def test_body_that_is_not_there_exits_1(run_asz, tmp_path: Path) -> None:
-    session = "11111111-2222-4333-8444-555555555555"
-    result = run_asz("body", "--root", str(tmp_path), session, "x.request")
-    assert result.returncode == 1
-    assert b"holds no body" in result.stderr
+def test_a_session_or_body_that_is_not_there_exits_2(run_asz, tmp_path: Path) -> None:
+    """Not found is a usage error (2), like a malformed id; 1 is for what failed."""
+    root = tmp_path / "root"
+    shutil.copytree(FIXTURE_ROOT, root)
+    unknown = "11111111-2222-4333-8444-555555555555"
+    result = run_asz("body", "--root", str(root), unknown, "x.request")
+    assert result.returncode == 2
+    assert f"no session {unknown}".encode() in result.stderr
+    result = run_asz("body", "--root", str(root), FIXTURE_SESSION, "x.request")
+    assert result.returncode == 2
+    assert b"holds no body x.request" in result.stderr
 
 
 def test_sources_names_only_real_session_ids(run_asz, tmp_path: Path) -> None:

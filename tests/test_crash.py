@@ -26,8 +26,9 @@ from harness import (
     settle,
 )
 
+from asz.store import BODY_KIND, open_store
 from asz.store.crashpoints import ENV, EXIT_CODE, POINTS
-from asz.store.root import Root
+from asz.store.layout import landed_name
 
 
 @pytest.fixture
@@ -97,16 +98,17 @@ def test_the_check_finds_a_lost_body_and_a_body_landed_twice(ws: Workspace, tmp_
     shutil.copytree(made.dir, ws.claude, ignore=shutil.ignore_patterns("expected.json"))
     assert ws.collect_once()[0] == 0
     assert check_root(ws, made) == []
-    root = Root(ws.root)
+    store = open_store(ws.root)
     session = made.claimable()[0]["session"]
-    first, *_ = root.landed(root.bodies_dir(session))
-    again = first.path.with_name(Root.landed_name(first.kind, 99_999_999))
-    shutil.copyfile(first.path, again)
+    first_name, *_ = store.session(session).landed(BODY_KIND)
+    first = Path(store.location) / first_name.path
+    again = first.with_name(landed_name(first_name.kind, 99_999_999))
+    shutil.copyfile(first, again)
 
     twice = check_root(ws, made)
 
     assert any("landed 2 times" in problem for problem in twice)
-    first.path.unlink()
+    first.unlink()
     again.unlink()
 
     lost = check_root(ws, made)

@@ -40,10 +40,13 @@ from harness import (
     wait_for,
 )
 
-from asz.store.ledger import LEDGER_NAME
+from asz.adapters.provider_index import STATE_PATH
+from asz.adapters.provider_ledger import ledger_path
+from asz.adapters.transcript_cursors import cursor_path
+from asz.store import BODY_KIND, TRANSCRIPT_KIND, Store, open_store
+from asz.store.layout import seq_file
 from asz.store.root import Root
-from asz.store.transcripts import CURSOR_FILE, landed_transcripts, stream_dirs, transcript_check
-from asz.store.verify import verify_root
+from asz.store.session_facts import facts_path
 
 
 @pytest.fixture
@@ -73,7 +76,7 @@ def landed_files_read(ws: Workspace) -> None:
 
 def every_landed_file_reads(root: Path) -> list[str]:
     """What ``asz verify`` checks, in this process: cheaper when asked after every write."""
-    report = verify_root(Root(root), checks=[transcript_check])
+    report = open_store(root).verify()
     return [str(problem) for problem in report.problems]
 
 
@@ -287,8 +290,8 @@ def test_sources_that_cannot_be_read_are_errors_and_everything_else_lands(
     counts = orjson.loads(done.stdout)
     assert any(secret_body.name in e and "Permission denied" in e for e in counts["errors"])
     assert any(secret_transcript.name in e for e in counts["errors"]), counts["errors"]
-    root = Root(ws.root)
-    landed = {meta["id"] for s in root.sessions() for meta in landed_records(root, s)}
+    store = open_store(ws.root)
+    landed = {meta["id"] for s in store.sessions() for meta in landed_records(store.session(s))}
     want = {b["id"] for b in made.claimable() if b["id"] != body["id"]}
     assert want - landed <= {b["id"] for b in made.claimable() if b["claim"] == "transcript"}, (
         "bodies that do not need the unreadable transcript all landed"
@@ -317,11 +320,12 @@ def test_a_damaged_landed_file_is_named_by_verify_and_every_session_keeps_landin
     ws: Workspace, tmp_path: Path
 ) -> None:
     made, rest = half_landed(ws, tmp_path)
-    root = Root(ws.root)
+    store = open_store(ws.root)
     damaged, other = sorted({body["session"] for body in made.claimable()})
+    session = store.session(damaged)
     victims = [
-        root.landed(root.bodies_dir(damaged))[0].path,
-        landed_transcripts(root, damaged)[0].path,
+        Path(store.location) / session.landed(BODY_KIND)[0].path,
+        Path(store.location) / session.landed(TRANSCRIPT_KIND)[0].path,
     ]
     saved = [flip_byte(path) for path in victims]
 
@@ -336,9 +340,9 @@ def test_a_damaged_landed_file_is_named_by_verify_and_every_session_keeps_landin
 
     assert code == 1, "a pass that skipped a damaged file does not look complete"
     assert any(str(victims[0]) in error for error in counts["errors"])
-    landed = {meta["id"] for meta in landed_records(root, other)}
+    landed = {meta["id"] for meta in landed_records(store.session(other))}
     assert {b["id"] for b in made.claimable() if b["session"] == other} <= landed
-    landed = {meta["id"] for meta in landed_records(root, damaged)}
+    landed = {meta["id"] for meta in landed_records(store.session(damaged))}
     new = {b["id"] for b in made.claimable() if b["session"] == damaged and b["file"] in pending}
     assert new and new <= landed, "the damaged session still takes new bodies"
     for path, data in zip(victims, saved, strict=True):
@@ -347,24 +351,24 @@ def test_a_damaged_landed_file_is_named_by_verify_and_every_session_keeps_landin
     assert check_root(ws, made) == []
 
 
-def _ledger(root: Root, session: str) -> Path:
-    return root.state_dir / LEDGER_NAME
+def _ledger(store: Store, session: str) -> Path:
+    return ledger_path(Root(Path(store.location)))
 
 
-def _index_state(root: Root, session: str) -> Path:
-    return root.state_dir / "provider-index.json"
+def _index_state(store: Store, session: str) -> Path:
+    return Path(store.location) / STATE_PATH
 
 
-def _cursor(root: Root, session: str) -> Path:
-    return stream_dirs(root, session)[0] / CURSOR_FILE
+def _cursor(store: Store, session: str) -> Path:
+    return Path(store.location) / cursor_path(store.session(session).stream_dirs()[0])
 
 
-def _facts(root: Root, session: str) -> Path:
-    return root.transcripts_dir(session) / "facts.json"
+def _facts(store: Store, session: str) -> Path:
+    return Path(store.location) / facts_path(session)
 
 
-def _seq(root: Root, session: str) -> Path:
-    return root.session_dir(session) / "seq"
+def _seq(store: Store, session: str) -> Path:
+    return Path(store.location) / seq_file(session)
 
 
 def _truncate(path: Path) -> None:
@@ -409,8 +413,7 @@ def test_damaged_derived_state_is_rebuilt_and_nothing_lands_twice(
     ws: Workspace, tmp_path: Path, where, damage
 ) -> None:
     made, rest = half_landed(ws, tmp_path)
-    root = Root(ws.root)
-    path = where(root, made.claimable()[0]["session"])
+    path = where(open_store(ws.root), made.claimable()[0]["session"])
     assert path.exists(), f"{path} was never written"
     damage(path)
     write_all(ws, rest)

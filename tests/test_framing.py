@@ -13,17 +13,19 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from asz.store import BODY_KIND, open_store
 from asz.store.atomic import (
     SYNCFS_MIN_PATHS,
     AlreadyExists,
     DirSyncs,
-    StagedFiles,
     private_dir,
     publish_new,
     remove_stale_temps,
     replace_derived,
 )
-from asz.store.framing import LandedFileError, decode_file, encode_file, read_file
+from asz.store.backend import LocalBackend
+from asz.store.framing import MAX_CONTENT_BYTES, LandedFileError, decode_file, encode_file
+from asz.store.writer import Batch
 
 HEADER = {"kind": "provider_body", "session": "11111111-2222-4333-8444-555555555555", "seq": 1}
 
@@ -35,7 +37,7 @@ def test_payloads_come_back_exactly(tmp_path: Path, compression: str) -> None:
     assert data.startswith(b"\x28\xb5\x2f\xfd") == (compression == "zstd")
     path = tmp_path / "f.asz"
     publish_new(path, data)
-    landed = read_file(path)
+    landed = decode_file(path, LocalBackend(tmp_path).read("f.asz", MAX_CONTENT_BYTES))
     assert landed.header["seq"] == 1
     assert [(r.meta, r.payload) for r in landed.records] == records
     assert [r.row for r in landed.records] == [1, 2, 3]
@@ -83,11 +85,16 @@ def test_a_decompression_bomb_is_stopped_at_the_cap() -> None:
 
 
 def test_the_error_names_the_file(tmp_path: Path) -> None:
-    path = tmp_path / "provider_body-00000001.asz"
+    path = tmp_path / HEADER["session"] / "provider_body" / "provider_body-00000001.asz"
+    path.parent.mkdir(parents=True)
     path.write_bytes(b"not a landed file")
+    session = open_store(tmp_path).session(str(HEADER["session"]))
+    [name] = session.landed(BODY_KIND)
     with pytest.raises(LandedFileError) as caught:
-        read_file(path)
+        session.read(name)
     assert str(path) in str(caught.value)
+    assert list(session.files([name])) == []
+    assert [problem.file for problem in session.problems] == [str(path)]
 
 
 @settings(max_examples=400, deadline=None)
@@ -191,11 +198,12 @@ def test_staged_files_appear_together_at_commit_in_order_then_their_actions_run(
     tmp_path: Path, count: int
 ) -> None:
     """A few files are flushed one by one, many with one filesystem sync: both publish all."""
-    staged = StagedFiles()
+    staged = Batch(LocalBackend(tmp_path))
     seen: list[str] = []
     paths = [tmp_path / "root" / f"s-{n % 3}" / f"transcript-{n:08d}.asz" for n in range(count)]
     for number, path in enumerate(paths):
-        staged.stage(path, b"x" * number, published=lambda path=path: seen.append(path.name))
+        relpath = str(path.relative_to(tmp_path))
+        staged.stage(relpath, b"x" * number, published=lambda path=path: seen.append(path.name))
         staged.then(lambda number=number: seen.append(f"action {number}"))
     assert len(staged) == count and staged.size == sum(range(count))
     assert not any(path.exists() for path in paths)
@@ -215,10 +223,10 @@ def test_a_failed_commit_stops_publishing_runs_no_action_and_leaves_no_temporary
 ) -> None:
     taken = tmp_path / "b.asz"
     taken.write_bytes(b"landed before")
-    staged = StagedFiles()
+    staged = Batch(LocalBackend(tmp_path))
     actions: list[int] = []
     for name in ("a.asz", "b.asz", "c.asz"):
-        staged.stage(tmp_path / name, name.encode())
+        staged.stage(name, name.encode())
     staged.then(lambda: actions.append(1))
     with pytest.raises(AlreadyExists):
         staged.commit()
@@ -230,13 +238,14 @@ def test_a_failed_commit_stops_publishing_runs_no_action_and_leaves_no_temporary
 
 
 def test_a_staged_file_failing_its_check_is_not_staged(tmp_path: Path) -> None:
-    staged = StagedFiles()
+    staged = Batch(LocalBackend(tmp_path))
 
-    def refuse(temp: Path) -> None:
+    def refuse(data: bytes) -> None:
+        assert data == b"data"  # what was written, read back
         raise RuntimeError("read back differs")
 
     with pytest.raises(RuntimeError):
-        staged.stage(tmp_path / "f.asz", b"data", check=refuse)
+        staged.stage("f.asz", b"data", check=refuse)
     assert len(staged) == 0 and os.listdir(tmp_path) == []
     staged.commit()
     assert os.listdir(tmp_path) == []
@@ -244,13 +253,13 @@ def test_a_staged_file_failing_its_check_is_not_staged(tmp_path: Path) -> None:
 
 def test_many_deferred_directory_syncs_are_flushed_and_forgotten(tmp_path: Path) -> None:
     syncs = DirSyncs()
-    staged = StagedFiles(syncs)
+    staged = Batch(LocalBackend(tmp_path), syncs)
     for number in range(SYNCFS_MIN_PATHS + 2):
-        staged.stage(tmp_path / f"d{number}" / "f.asz", b"data")
+        staged.stage(f"d{number}/f.asz", b"data")
     staged.commit()
     assert len(syncs.take()) == SYNCFS_MIN_PATHS + 3  # each new dir, and their parent
     for number in range(SYNCFS_MIN_PATHS + 2):
-        staged.stage(tmp_path / f"e{number}" / "f.asz", b"data")
+        staged.stage(f"e{number}/f.asz", b"data")
     staged.commit()
     syncs.flush()
     assert syncs.take() == []

@@ -33,18 +33,15 @@ from harness import Capture, Workspace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from asz.adapters.provider_ledger import rebuild_ledger
 from asz.bodykeys import read_keys
 from asz.config import ConfigError, load_config
-from asz.store.bodies import BodyStore, IncomingBody, load_session_bodies
-from asz.store.codec import CodecError
+from asz.restore import RestoreRefused, restore_session
+from asz.store import BodyNotFound, CodecError, open_store
+from asz.store.bodies import BodyLander, IncomingBody, load_session_bodies
 from asz.store.framing import decode_file, encode_file
-from asz.store.ledger import rebuild_ledger
-from asz.store.reader import BodyNotFound, SessionReader
-from asz.store.restore import RestoreRefused, restore_session
 from asz.store.root import Root
 from asz.store.session_facts import open_facts
-from asz.store.transcripts import iter_lines, transcript_check
-from asz.store.verify import verify_root
 
 SESSION = "0b7e4c1a-5d2f-4e8b-9c3a-7f6e5d4c3b2a"
 SECONDS = 20
@@ -127,7 +124,7 @@ def test_any_body_lands_through_the_store_and_rebuilds_exactly_from_disk(
     budget: int,
     compression: str,
 ) -> None:
-    root = Root(tmp_path_factory.mktemp("root"))
+    root = tmp_path_factory.mktemp("root")
     incoming = [
         IncomingBody(
             f"{n:08d}-{role}.{role}",
@@ -141,13 +138,15 @@ def test_any_body_lands_through_the_store_and_rebuilds_exactly_from_disk(
     ]
     for part in (incoming[:split], incoming[split:]):
         # A fresh store for the second part: what the session holds is read back from disk.
-        outcome = BodyStore(root, compression).land(SESSION, part, budget)
+        lander = BodyLander(open_store(root, compression=compression))
+        outcome = lander.land(SESSION, part, budget)
         assert sorted(outcome.landed) == sorted(body.record_id for body in part)
-        assert outcome.errors == []
-    reader = SessionReader(root, SESSION)
+        assert outcome.tally.errors == []
+    store = open_store(root)
+    reader = store.open_session(SESSION)
     for body in incoming:
         assert reader.body(body.record_id) == body.body
-    report = verify_root(root)
+    report = store.verify()
     assert report.problems == [] and report.bodies == len(incoming)
 
 
@@ -229,22 +228,22 @@ def forged(draw: st.DrawFn, data: bytes) -> bytes:
     return encode_file(header, records, draw(st.sampled_from(["zstd", "none"])))
 
 
-def read_everything(root: Root, scratch: Path) -> None:
+def read_everything(root: Path, scratch: Path) -> None:
     """Every reader of landed files, over the whole root: each reports a damaged file and goes
     on, so nothing may come out but the errors a caller is told to expect."""
-    for session in root.sessions():
-        verify_root(root, [session], checks=[transcript_check])
-        reader = SessionReader(root, session)
-        reader.load_all()
-        for record_id in list(reader.refs):
+    store = open_store(root)
+    for session_id in store.sessions():
+        store.verify([session_id])
+        session = store.session(session_id)
+        for record_id in session.body_ids():
             with contextlib.suppress(BodyNotFound, CodecError):
-                reader.body(record_id)
-        list(iter_lines(root, session))
-        open_facts(root, session)
-        load_session_bodies(root, session)
+                session.body(record_id)
+        list(store.session(session_id).transcript_lines())
+        open_facts(store.session(session_id))
+        load_session_bodies(store, session_id)
         with contextlib.suppress(RestoreRefused):
-            restore_session(root, session, scratch / "restored")
-    with rebuild_ledger(root):
+            restore_session(store.session(session_id), scratch / "restored")
+    with rebuild_ledger(store, Root(root)):
         pass
 
 
@@ -262,7 +261,7 @@ def test_damaged_or_forged_landed_files_are_errors_never_crashes(
     victim.write_bytes(bad)
     try:
         with no_hang():
-            read_everything(Root(landed_root), tmp_path_factory.mktemp("scratch"))
+            read_everything(landed_root, tmp_path_factory.mktemp("scratch"))
     finally:
         victim.write_bytes(original)
 
@@ -271,7 +270,7 @@ def test_every_landed_file_of_the_fixture_is_read_by_the_readers(landed_root: Pa
     """The damage above lands on real files of every kind, which all read when whole."""
     kinds = {path.name.split("-")[0] for path in landed_files(landed_root)}
     assert kinds == {"provider_body", "provider_index", "transcript"}
-    report = verify_root(Root(landed_root), checks=[transcript_check])
+    report = open_store(landed_root).verify()
     assert report.problems == [] and report.bodies > 0 and report.transcript_lines > 0
 
 

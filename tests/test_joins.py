@@ -19,11 +19,13 @@ from hypothesis import strategies as st
 
 from asz.adapters.provider_index import sync_index
 from asz.adapters.session_filter import Verdict
-from asz.bodykeys import read_keys
-from asz.store.atomic import StagedFiles
-from asz.store.bodies import BodyStore, IncomingBody
+from asz.adapters.transcript_landing import TranscriptLander, TranscriptSource
+from asz.bodykeys import BodyKeys, read_keys
+from asz.store import MAIN_STREAM, BodyManifest, Store, TranscriptLine, open_store
+from asz.store.bodies import BodyLander, IncomingBody
+from asz.store.layout import stream_dir
 from asz.store.root import Root
-from asz.store.transcripts import MAIN_STREAM, LandedLine, TranscriptLander, TranscriptSource
+from asz.tally import Tally
 from asz.view.calls import read_transcript
 from asz.view.joins import (
     AMBIGUOUS,
@@ -32,7 +34,6 @@ from asz.view.joins import (
     NO_PROMPT,
     SYNTHETIC,
     TAKEN,
-    LandedBody,
     join,
     join_session,
 )
@@ -80,8 +81,8 @@ class HandMade:
     _ids: itertools.count = field(default_factory=itertools.count)
 
     @property
-    def root(self) -> Root:
-        return Root(self.base / "root")
+    def store(self) -> Store:
+        return open_store(self.base / "root")
 
     def now(self, advance: float = 1.0) -> str:
         self.seconds += advance
@@ -251,20 +252,19 @@ class HandMade:
             }
         )
 
-    def land(self, gap_in: str | None = None) -> Root:
+    def land(self, gap_in: str | None = None) -> Store:
         """Writes and lands everything; ``gap_in`` loses the landed file of that stream's
         second line, as a damaged or removed file would."""
-        root = self.root
-        root.ensure()
-        staged = StagedFiles()
+        store = self.store
+        Root(Path(store.location)).ensure()
+        session = store.open_session(self.session)
+        writer = store.writer(self.session, store.batch())
         lander = TranscriptLander(
-            root,
-            compression="zstd",
+            session,
+            writer,
             max_delta_bytes=1,  # one line per landed file, so a gap can be made
-            next_seq=itertools.count(root.next_seq(self.session)).__next__,
             on_window=lambda window: None,
             max_windows=100_000,
-            staged=staged,
         )
         for stream, lines in self.streams.items():
             relpath = (
@@ -275,24 +275,24 @@ class HandMade:
             path = self.base / "projects" / relpath
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(b"".join(line + b"\n" for line in lines))
-            outcome = lander.land(TranscriptSource(path, relpath, self.session, stream))
-            staged.commit()
-            assert outcome.error is None and outcome.conflict is None
+            tally = Tally()
+            lander.land(TranscriptSource(path, relpath, self.session, stream), tally)
+            writer.batch.commit()
+            assert not tally.errors and not tally.conflict_sources
             if stream == gap_in:
-                source = TranscriptSource(path, relpath, self.session, stream)
-                landed = root.landed(root.transcripts_dir(self.session) / source.key)
-                landed[1].path.unlink()
+                landed = session.landed_in(stream_dir(self.session, relpath))
+                (Path(store.location) / landed[1].path).unlink()
         if self.bodies:
-            outcome = BodyStore(root).land(self.session, self.bodies, 2 * 1024 * 1024)
-            assert not outcome.errors and not outcome.conflicts
+            outcome = BodyLander(store).land(self.session, self.bodies, 2 * 1024 * 1024)
+            assert not outcome.tally.errors and not outcome.conflicts
         if self.index:
             bodies_dir = self.base / "provider-bodies"
             bodies_dir.mkdir(exist_ok=True)
             data = b"".join(orjson.dumps(line) + b"\n" for line in self.index)
             (bodies_dir / "index.jsonl").write_bytes(data)
-            result = sync_index(bodies_dir, root, lambda s: Verdict.COLLECT, 1 << 20, "zstd")
-            assert not result.errors
-        return root
+            result = sync_index(bodies_dir, store, lambda s: Verdict.COLLECT, 1 << 20)
+            assert not result.tally.errors
+        return store
 
 
 def chain(
@@ -309,9 +309,9 @@ def chain(
     return records
 
 
-def joined_pairs(root: Root, session: str = SESSION) -> dict[str, tuple[str | None, str | None]]:
+def joined_pairs(store: Store, session: str = SESSION) -> dict[str, tuple[str | None, str | None]]:
     """Message id -> (joined request record id, joined response record id)."""
-    joined = join_session(root, session)
+    joined = join_session(store.session(session))
     joins = joined.joins
     return {
         message_id: (joins.request_of.get(message_id), joins.response_of.get(message_id))
@@ -350,13 +350,13 @@ def test_a_subagent_matches_the_prompt_of_the_parent_call_that_started_it(
     made.call(MAIN_STREAM, "msg_2", "req_2")
     main_second = made.request("p1", "req_1")
     made.response("req_2", "msg_2")
-    root = made.land()
-    pairs = joined_pairs(root)
+    store = made.land()
+    pairs = joined_pairs(store)
     assert pairs["msg_1"] == (main_first, "req_1.response")
     assert pairs["msg_s1"] == (sub[0], "req_s1.response")
     assert pairs["msg_s2"] == (sub[1], "req_s2.response")
     assert pairs["msg_2"] == (main_second, "req_2.response")
-    stream = join_session(root, SESSION).transcript.streams[agent]
+    stream = join_session(store.session(SESSION)).transcript.streams[agent]
     assert stream.started_by is not None
     assert (stream.started_by.message_id, stream.started_by.tool_use_id) == ("msg_1", "toolu_1")
 
@@ -370,7 +370,7 @@ def test_a_retried_request_is_two_requests_with_the_same_ids_and_neither_joins(
     tried = made.request("p1")
     retried = made.request("p1")
     made.response("req_1", "msg_1")
-    joined = join_session(made.land(), SESSION)
+    joined = join_session(made.land().session(SESSION))
     assert joined.joins.request_of == {}
     assert joined.joins.response_of == {"msg_1": "req_1.response"}
     for record_id in (tried, retried):
@@ -385,7 +385,7 @@ def test_the_index_names_which_of_two_retried_requests_was_answered(tmp_path: Pa
     retried = made.request("p1")
     made.response("req_1", "msg_1")
     made.index_line(retried, "req_1.response", "msg_1")
-    joined = join_session(made.land(), SESSION)
+    joined = join_session(made.land().session(SESSION))
     assert joined.joins.request_of == {"msg_1": retried}
     assert joined.joins.via_index == {retried}
     assert joined.joins.unjoined[tried].reason == TAKEN
@@ -402,7 +402,7 @@ def test_first_calls_of_two_streams_under_one_prompt_join_no_request(tmp_path: P
         made.prompt(agent, None, "look")
         firsts.append(chain(made, agent, "p1", [(f"msg_{agent}", f"req_{agent}")])[0])
         made.agent_result(MAIN_STREAM, tool_use, agent, "p1")
-    joined = join_session(made.land(), SESSION)
+    joined = join_session(made.land().session(SESSION))
     for record_id in firsts:
         assert record_id not in joined.joins.call_of
         assert joined.joins.unjoined[record_id].reason == AMBIGUOUS
@@ -418,8 +418,8 @@ def test_a_stream_with_a_gap_joins_no_request_but_its_responses(tmp_path: Path) 
     made = HandMade(tmp_path)
     made.prompt(MAIN_STREAM, "p1")
     records = chain(made, MAIN_STREAM, "p1", [("msg_1", "req_1"), ("msg_2", "req_2")])
-    root = made.land(gap_in=MAIN_STREAM)
-    joined = join_session(root, SESSION)
+    store = made.land(gap_in=MAIN_STREAM)
+    joined = join_session(store.session(SESSION))
     assert joined.transcript.streams[MAIN_STREAM].gap is not None
     assert joined.joins.request_of == {}
     assert joined.joins.response_of == {"msg_1": "req_1.response", "msg_2": "req_2.response"}
@@ -431,7 +431,7 @@ def test_an_index_line_joins_a_request_even_in_a_stream_with_a_gap(tmp_path: Pat
     made.prompt(MAIN_STREAM, "p1")
     records = chain(made, MAIN_STREAM, "p1", [("msg_1", "req_1"), ("msg_2", "req_2")])
     made.index_line(records[1], "req_2.response", "msg_2")
-    joined = join_session(made.land(gap_in=MAIN_STREAM), SESSION)
+    joined = join_session(made.land(gap_in=MAIN_STREAM).session(SESSION))
     assert joined.joins.request_of == {"msg_2": records[1]}
     assert joined.joins.unjoined[records[0]].reason == GAP
 
@@ -440,7 +440,7 @@ def test_the_same_session_without_the_gap_joins_every_request(tmp_path: Path) ->
     made = HandMade(tmp_path)
     made.prompt(MAIN_STREAM, "p1")
     records = chain(made, MAIN_STREAM, "p1", [("msg_1", "req_1"), ("msg_2", "req_2")])
-    joined = join_session(made.land(), SESSION)
+    joined = join_session(made.land().session(SESSION))
     assert joined.transcript.streams[MAIN_STREAM].gap is None
     assert joined.joins.request_of == {"msg_1": records[0], "msg_2": records[1]}
 
@@ -457,7 +457,7 @@ def test_a_synthetic_call_is_kept_out_and_is_not_the_call_before(tmp_path: Path)
     made.call(MAIN_STREAM, "msg_2", "req_2")
     second = made.request("p2", "req_1")
     made.response("req_2", "msg_2")
-    joined = join_session(made.land(), SESSION)
+    joined = join_session(made.land().session(SESSION))
     synthetic = joined.transcript.calls["0e0b8c4f-5a7e-4f4e-9a51-7a0a0f0e0b8c"]
     assert synthetic.synthetic
     assert joined.joins.request_of == {"msg_1": first, "msg_2": second}
@@ -477,7 +477,7 @@ def test_title_and_compaction_requests_stay_unjoined(tmp_path: Path) -> None:
     made.compaction(MAIN_STREAM, "Summary of the work so far.")
     made.prompt(MAIN_STREAM, "p2")
     after = chain(made, MAIN_STREAM, "p2", [("msg_2", "req_2")], prev="req_1")
-    joined = join_session(made.land(), SESSION)
+    joined = join_session(made.land().session(SESSION))
     assert joined.joins.request_of == {"msg_1": records[0], "msg_2": after[0]}
     unjoined = joined.joins.unjoined
     assert unjoined[title].reason == NO_CALL
@@ -496,7 +496,7 @@ def test_the_call_after_one_without_a_response_carries_no_pair(tmp_path: Path) -
     made.call(MAIN_STREAM, "msg_2", "req_2")
     second = made.request("p1", "req_1")
     made.response("req_2", "msg_2")
-    joined = join_session(made.land(), SESSION)
+    joined = join_session(made.land().session(SESSION))
     assert joined.joins.request_of == {"msg_1": first}
     assert joined.joins.unjoined[second].reason == NO_CALL
 
@@ -508,7 +508,7 @@ def test_two_responses_with_one_message_id_join_neither(tmp_path: Path) -> None:
     made.request("p1")
     made.response("req_1", "msg_1")
     made.response("req_1b", "msg_1")
-    joined = join_session(made.land(), SESSION)
+    joined = join_session(made.land().session(SESSION))
     assert joined.joins.response_of == {}
     assert joined.joins.unjoined["req_1.response"].reason == AMBIGUOUS
     assert joined.joins.unjoined["req_1b.response"].reason == AMBIGUOUS
@@ -519,21 +519,25 @@ def test_two_responses_with_one_message_id_join_neither(tmp_path: Path) -> None:
 
 @dataclass
 class _Truth:
-    lines: list[LandedLine]
-    bodies: dict[str, LandedBody]
+    lines: list[TranscriptLine]
+    bodies: dict[str, BodyManifest]
     owner: dict[str, str]  # record id -> the message id it truly belongs to
 
 
-def _line(stream: str, n: int, value: dict[str, Any], offset: int) -> LandedLine:
+def _line(stream: str, n: int, value: dict[str, Any], offset: int) -> TranscriptLine:
     data = orjson.dumps(value) + b"\n"
-    return LandedLine(stream, f"{PROJECT}/{stream}.jsonl", n, offset, data)
+    return TranscriptLine(stream, f"{PROJECT}/{stream}.jsonl", n, offset, data)
+
+
+def _manifest(record_id: str, role: str, keys: BodyKeys, row: int) -> BodyManifest:
+    return BodyManifest(record_id, role, keys, f"{record_id}.json", 1, "0" * 64, "f", 1, row)
 
 
 @st.composite
 def _sessions(draw: st.DrawFn) -> _Truth:
     """Streams of calls over a few prompts, then some bodies lost, repeated or retried."""
-    lines: list[LandedLine] = []
-    bodies: dict[str, LandedBody] = {}
+    lines: list[TranscriptLine] = []
+    bodies: dict[str, BodyManifest] = {}
     owner: dict[str, str] = {}
     streams = draw(st.integers(1, 3))
     prompts = [f"p{n}" for n in range(draw(st.integers(1, 3)))]
@@ -553,13 +557,13 @@ def _sessions(draw: st.DrawFn) -> _Truth:
             copies = draw(st.sampled_from([0, 1, 1, 1, 2]))
             for k in range(copies):
                 rid = f"q{s}.{c}.{k}"
-                keys = {"prompt": prompt, **({"prev_request": prev} if prev else {})}
-                bodies[rid] = LandedBody(rid, "request", keys, "f", 1, len(bodies) + 1)
+                keys = BodyKeys(prompt=prompt, prev_request=prev or None)
+                bodies[rid] = _manifest(rid, "request", keys, len(bodies) + 1)
                 owner[rid] = message_id
             if draw(st.booleans()) or c == 0:
                 rid = f"{request_id}.response"
-                keys = {"message_id": message_id, "request_id": request_id}
-                bodies[rid] = LandedBody(rid, "response", keys, "f", 1, len(bodies) + 1)
+                keys = BodyKeys(message_id=message_id, request_id=request_id)
+                bodies[rid] = _manifest(rid, "response", keys, len(bodies) + 1)
                 owner[rid] = message_id
             prev = request_id
     return _Truth(lines, bodies, owner)

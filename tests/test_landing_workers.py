@@ -21,15 +21,17 @@ from conftest import RunAsz, asz_executable
 from harness import stale_temps
 
 from asz.adapters import claude_code_local, landing_workers
-from asz.adapters.claude_code_local import LocalResult, collect_transcripts
+from asz.adapters.claude_code_local import collect_transcripts
 from asz.adapters.discovery import DiscoveredSession
 from asz.adapters.landing_workers import SHARE_BYTES, WORKER_MIN_BYTES, worker_count
+from asz.adapters.source_files import FileStat
+from asz.adapters.transcript_landing import TranscriptSource
 from asz.config import AdapterConfig, Adapters, Config, SessionFilter
+from asz.store import Store, open_store
 from asz.store.crashpoints import ENV as CRASH_ENV
+from asz.store.layout import seq_file, transcripts_dir
 from asz.store.root import Root, collector_lock
-from asz.store.session_facts import load_facts
-from asz.store.transcripts import FileStat, TranscriptSource, iter_lines
-from asz.store.verify import verify_root
+from asz.tally import Tally
 
 PROJECT = "-work-project"
 WORDS = [
@@ -94,16 +96,19 @@ def make_config(base: Path) -> Config:
     )
 
 
-def run(config: Config) -> LocalResult:
-    root = Root(config.root)
-    with collector_lock(root):
-        return collect_transcripts(config, root)
+def open_root(config: Config) -> Store:
+    return open_store(config.root, compression=config.compression)
+
+
+def run(config: Config) -> Tally:
+    with collector_lock(Root(config.root)):
+        return collect_transcripts(config, open_root(config))
 
 
 def landed_lines(config: Config, session: str) -> dict[str, bytes]:
     """source -> the bytes landed of it, each line once."""
     found: dict[str, bytes] = {}
-    for line in iter_lines(Root(config.root), session):
+    for line in open_root(config).session(session).transcript_lines():
         found[line.source] = found.get(line.source, b"") + line.data
     return found
 
@@ -134,9 +139,9 @@ def test_a_backlog_lands_the_same_in_workers_as_in_one_process(
     in_workers = run(shared)
 
     for result in (in_process, in_workers):
-        assert not result.errors and not result.conflicts and not result.pending
+        assert not result.errors and not result.conflict_sources and not result.pending
         assert result.sessions == set(ids)
-    counts = ("files_landed", "lines_landed", "source_bytes")
+    counts = ("transcript_files", "transcript_lines_landed", "source_bytes")
     assert [getattr(in_workers, name) for name in counts] == [
         getattr(in_process, name) for name in counts
     ]
@@ -144,8 +149,8 @@ def test_a_backlog_lands_the_same_in_workers_as_in_one_process(
         assert landed_lines(shared, session) == source_bytes(shared, session)
         assert landed_lines(shared, session) == landed_lines(alone, session)
         by_worker, by_one = (
-            load_facts(Root(shared.root), session),
-            load_facts(Root(alone.root), session),
+            open_root(shared).session(session).facts(),
+            open_root(alone).session(session).facts(),
         )
         assert by_worker.calls == by_one.calls and len(by_worker.calls) > 10
         assert (
@@ -153,8 +158,8 @@ def test_a_backlog_lands_the_same_in_workers_as_in_one_process(
             == by_one.cwds
             == {"/work/project/main", f"/work/project/a{ids.index(session)}"}
         )
-    assert not verify_root(Root(shared.root), checks=[claude_code_local.transcript_check]).problems
-    assert run(shared).files_landed == 0
+    assert not open_root(shared).verify().problems
+    assert run(shared).transcript_files == 0
 
 
 def test_a_worker_that_dies_loses_nothing_and_lands_nothing_twice(
@@ -172,11 +177,11 @@ def test_a_worker_that_dies_loses_nothing_and_lands_nothing_twice(
 
     monkeypatch.delenv(CRASH_ENV)
     healed = run(config)
-    assert not healed.errors and not healed.conflicts
+    assert not healed.errors and not healed.conflict_sources
     for session in ids:
         assert landed_lines(config, session) == source_bytes(config, session)
-    assert not verify_root(Root(config.root), checks=[claude_code_local.transcript_check]).problems
-    facts = [load_facts(Root(config.root), session) for session in ids]
+    assert not open_root(config).verify().problems
+    facts = [open_root(config).session(session).facts() for session in ids]
     lines = sum(data.count(b"\n") for s in ids for data in source_bytes(config, s).values())
     assert sum(len(fact.calls) for fact in facts) == lines  # every line one call, each once
 
@@ -217,13 +222,15 @@ def test_only_a_large_backlog_over_several_sessions_starts_workers() -> None:
 
 
 def test_the_backlog_counts_only_sessions_with_nothing_landed(tmp_path: Path) -> None:
-    root = Root(tmp_path / "root")
+    store = open_store(tmp_path / "root")
     landed, new, emptied = session_of(1000), session_of(2000), session_of(4000)
-    root.session_dir(landed.session).mkdir(parents=True)
-    root.remember_seq(landed.session, 3)
+    # The session's seq file, written once its first landed file was published.
+    store.backend.replace_derived(seq_file(landed.session), b"3\n")
     # A killed collector can leave a session's directories with nothing published in them.
-    (root.transcripts_dir(emptied.session) / "s-0123456789abcdef").mkdir(parents=True)
-    assert landing_workers.backlog_bytes(root, [landed, new, emptied]) == 6000
+    (tmp_path / "root" / transcripts_dir(emptied.session) / "s-0123456789abcdef").mkdir(
+        parents=True
+    )
+    assert landing_workers.backlog_bytes(store, [landed, new, emptied]) == 6000
 
 
 def collect_env(base: Path) -> dict[str, str]:

@@ -14,18 +14,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asz.bodykeys import BodyKeys, read_keys
-from asz.store.bodies import BodyStore, IncomingBody
-from asz.store.ledger import (
-    KEY_FIELDS,
+from asz.adapters.provider_ledger import (
     UNKNOWN_MTIME,
+    Ledger,
     LedgerEntry,
     State,
     ledger_path,
-    load_ledger,
     open_ledger,
-    rebuild_ledger,
 )
+from asz.adapters.provider_ledger import load_ledger as load_store_ledger
+from asz.adapters.provider_ledger import rebuild_ledger as rebuild_store_ledger
+from asz.bodykeys import KEY_NAMES, BodyKeys, read_keys
+from asz.store import BODY_KIND, open_store
+from asz.store.bodies import BodyLander, IncomingBody
 from asz.store.root import Root
 
 A = "11111111-2222-4333-8444-555555555555"
@@ -52,9 +53,18 @@ def incoming(name: str, body: bytes) -> IncomingBody:
     return IncomingBody(name[:-5], role, name, body, read_keys(role, stem, body), 0)
 
 
+def load_ledger(root: Root) -> Ledger:
+    return load_store_ledger(open_store(root.path), root)
+
+
+def rebuild_ledger(root: Root) -> Ledger:
+    return rebuild_store_ledger(open_store(root.path), root)
+
+
 def land(root: Root, session: str, bodies: dict[str, bytes]) -> None:
     items = [incoming(name, body) for name, body in bodies.items()]
-    outcome = BodyStore(root, "none").land(session, items, 2 * 1024 * 1024)
+    lander = BodyLander(open_store(root.path, compression="none"))
+    outcome = lander.land(session, items, 2 * 1024 * 1024)
     assert sorted(outcome.landed) == sorted(item.record_id for item in items)
 
 
@@ -65,7 +75,7 @@ def entry(name: str, state: State = State.WAITING, **changes) -> LedgerEntry:
 
 
 def test_the_ledger_stores_every_key_a_body_can_carry() -> None:
-    assert tuple(BodyKeys.__dataclass_fields__) == KEY_FIELDS
+    assert tuple(BodyKeys.__dataclass_fields__) == KEY_NAMES
 
 
 text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30)
@@ -240,11 +250,12 @@ def test_a_damaged_landed_file_is_named_and_the_other_sessions_still_count(
     root = Root(tmp_path / "root")
     land(root, A, {"r1.request.json": request(A, None, "one")})
     land(root, B, {"b1.request.json": request(B, None, "b")})
-    (damaged,) = root.landed(root.bodies_dir(A))
-    damaged.path.write_bytes(damaged.path.read_bytes()[:100])
+    (damaged,) = open_store(root.path).session(A).landed(BODY_KIND)
+    path = root.path / damaged.path
+    path.write_bytes(path.read_bytes()[:100])
     with rebuild_ledger(root) as ledger:
         assert [item.name for item in ledger] == ["b1.request.json"]
-        assert len(ledger.problems) == 1 and damaged.path.name in ledger.problems[0]
+        assert len(ledger.problems) == 1 and damaged.name in ledger.problems[0]
 
 
 def test_facts_marks_are_kept_and_only_changed_ones_written(tmp_path: Path) -> None:

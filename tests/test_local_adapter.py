@@ -16,23 +16,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asz.adapters.claude_code_local import LocalResult, collect_transcripts
+from asz.adapters.claude_code_local import collect_transcripts
+from asz.adapters.transcript_cursors import SOURCE_GONE, Cursor, cursor_path, load_cursor
 from asz.config import AdapterConfig, Adapters, Config, SessionFilter
+from asz.store import CallFact, LandedName, LandedWindow, Session, Store, open_store
 from asz.store.atomic import replace_derived
-from asz.store.framing import read_file
+from asz.store.layout import stream_dir as stream_dir_of
+from asz.store.layout import transcripts_dir
 from asz.store.root import Root, collector_lock
-from asz.store.session_facts import CallFact, FactsBuilder, facts_path, load_facts
-from asz.store.transcripts import (
-    CURSOR_FILE,
-    SOURCE_GONE,
-    LandedWindow,
-    iter_lines,
-    load_cursor,
-    stream_dirs,
-    stream_key,
-    transcript_check,
-)
-from asz.store.verify import verify_root
+from asz.store.session_facts import FactsBuilder, facts_path
+from asz.tally import Tally
 
 SESSION = "11111111-2222-4333-8444-555555555555"
 OTHER = "99999999-8888-4777-8666-555555555555"
@@ -56,10 +49,18 @@ def make_config(tmp_path: Path, budget: int = 64 * 1024, compression: str = "zst
     )
 
 
-def run(config: Config) -> LocalResult:
-    root = Root(config.root)
-    with collector_lock(root):
-        return collect_transcripts(config, root)
+def open_root(config: Config) -> Store:
+    return open_store(config.root, compression=config.compression)
+
+
+def session_of(config: Config, session: str = SESSION) -> Session:
+    """A landed session of the config's root, read afresh."""
+    return open_root(config).session(session)
+
+
+def run(config: Config) -> Tally:
+    with collector_lock(Root(config.root)):
+        return collect_transcripts(config, open_root(config))
 
 
 def transcript(config: Config, session: str = SESSION, project: str = PROJECT) -> Path:
@@ -78,11 +79,26 @@ def append(path: Path, data: bytes) -> None:
 
 
 def landed_bytes(config: Config, session: str = SESSION) -> bytes:
-    return b"".join(line.data for line in iter_lines(Root(config.root), session))
+    """Every landed line of the session (none before anything of it landed)."""
+    lines = open_root(config).open_session(session).transcript_lines()
+    return b"".join(line.data for line in lines)
 
 
-def stream_dir(config: Config, relpath: str, session: str = SESSION) -> Path:
-    return Root(config.root).transcripts_dir(session) / stream_key(relpath)
+def stream_dir(config: Config, relpath: str, session: str = SESSION) -> str:
+    """The stream directory of a source, relative to the root."""
+    return stream_dir_of(session, relpath)
+
+
+def absolute(config: Config, relpath: str) -> Path:
+    return Path(open_root(config).location) / relpath
+
+
+def cursor_of(config: Config, directory: str, session: str = SESSION) -> Cursor | None:
+    return load_cursor(open_root(config).open_session(session), directory)
+
+
+def landed_in(config: Config, directory: str, session: str = SESSION) -> list[LandedName]:
+    return session_of(config, session).landed_in(directory)
 
 
 def test_append_lands_only_the_new_lines(tmp_path: Path) -> None:
@@ -91,17 +107,25 @@ def test_append_lands_only_the_new_lines(tmp_path: Path) -> None:
     first = b"".join(jline(n=n) + b"\n" for n in range(3))
     path.write_bytes(first)
     result = run(config)
-    assert (result.files_landed, result.lines_landed, result.source_bytes) == (1, 3, len(first))
+    assert (result.transcript_files, result.transcript_lines_landed, result.source_bytes) == (
+        1,
+        3,
+        len(first),
+    )
     assert result.sessions == {SESSION}
-    assert not result.conflicts and not result.errors and not result.pending
+    assert not result.conflict_sources and not result.errors and not result.pending
 
     more = jline(n=3) + b"\n" + jline(n=4) + b"\n"
     append(path, more)
     second = run(config)
-    assert (second.files_landed, second.lines_landed, second.source_bytes) == (1, 2, len(more))
-    assert run(config).files_landed == 0
+    assert (second.transcript_files, second.transcript_lines_landed, second.source_bytes) == (
+        1,
+        2,
+        len(more),
+    )
+    assert run(config).transcript_files == 0
 
-    lines = list(iter_lines(Root(config.root), SESSION))
+    lines = list(session_of(config).transcript_lines())
     assert [line.line for line in lines] == [1, 2, 3, 4, 5]
     assert [line.offset for line in lines] == [
         0,
@@ -118,14 +142,14 @@ def test_a_half_written_line_waits_until_it_is_complete(tmp_path: Path) -> None:
     done = jline(n=1) + b"\n"
     partial = jline(n=2)
     path.write_bytes(done + partial[:10])
-    assert run(config).lines_landed == 1
+    assert run(config).transcript_lines_landed == 1
     assert landed_bytes(config) == done
-    assert run(config).files_landed == 0
+    assert run(config).transcript_files == 0
     append(path, partial[10:])
-    assert run(config).lines_landed == 0
+    assert run(config).transcript_lines_landed == 0
     append(path, b"\n")
     result = run(config)
-    assert (result.lines_landed, result.source_bytes) == (1, len(partial) + 1)
+    assert (result.transcript_lines_landed, result.source_bytes) == (1, len(partial) + 1)
     assert landed_bytes(config) == path.read_bytes()
 
 
@@ -138,17 +162,17 @@ def test_a_truncated_transcript_is_a_conflict_on_every_pass(tmp_path: Path) -> N
     path.write_bytes(original[:20])
     for _ in range(2):
         result = run(config)
-        assert len(result.conflicts) == 1
-        assert result.conflicts[0].startswith(f"{PROJECT}/{SESSION}.jsonl: truncated")
+        assert len(result.conflict_sources) == 1
+        assert result.conflict_sources[0].startswith(f"{PROJECT}/{SESSION}.jsonl: truncated")
     append(path, b"x" * 500 + b"\n")
     result = run(config)
-    assert len(result.conflicts) == 1 and result.files_landed == 0
+    assert len(result.conflict_sources) == 1 and result.transcript_files == 0
     assert landed_bytes(config) == original
 
     # The landed bytes put back (and a new line after them) end the conflict.
     path.write_bytes(original + jline(n=9) + b"\n")
     result = run(config)
-    assert not result.conflicts and result.lines_landed == 1
+    assert not result.conflict_sources and result.transcript_lines_landed == 1
     assert landed_bytes(config) == path.read_bytes()
 
 
@@ -164,10 +188,10 @@ def test_a_rewritten_transcript_is_a_conflict_on_every_pass(tmp_path: Path) -> N
     os.utime(path, ns=(1, 1))
     for _ in range(3):
         result = run(config)
-        assert [c.split(":")[1].strip() for c in result.conflicts] == ["rewritten"]
-        assert result.files_landed == 0
+        assert [c.split(":")[1].strip() for c in result.conflict_sources] == ["rewritten"]
+        assert result.transcript_files == 0
     append(path, jline(n=5) + b"\n")
-    assert run(config).conflicts and landed_bytes(config) == original
+    assert run(config).conflict_sources and landed_bytes(config) == original
 
 
 def test_the_same_bytes_under_a_new_inode_are_the_same_transcript(tmp_path: Path) -> None:
@@ -180,7 +204,7 @@ def test_the_same_bytes_under_a_new_inode_are_the_same_transcript(tmp_path: Path
     append(copy, jline(n=2) + b"\n")
     os.replace(copy, path)
     result = run(config)
-    assert not result.conflicts and result.lines_landed == 1
+    assert not result.conflict_sources and result.transcript_lines_landed == 1
     assert landed_bytes(config) == path.read_bytes()
 
 
@@ -194,16 +218,16 @@ def test_a_deleted_transcript_keeps_what_landed_and_resumes_when_it_returns(
     run(config)
     path.unlink()
     result = run(config)
-    assert not result.conflicts and not result.errors and result.files_landed == 0
-    cursor = load_cursor(stream_dir(config, f"{PROJECT}/{SESSION}.jsonl"))
+    assert not result.conflict_sources and not result.errors and result.transcript_files == 0
+    cursor = cursor_of(config, stream_dir(config, f"{PROJECT}/{SESSION}.jsonl"))
     assert cursor is not None and cursor.state == SOURCE_GONE
     assert landed_bytes(config) == original
-    assert load_facts(Root(config.root), SESSION).primary_dir == PROJECT
+    assert session_of(config).facts().primary_dir == PROJECT
 
     path.write_bytes(original + jline(n=3) + b"\n")
     result = run(config)
-    assert not result.conflicts and result.lines_landed == 1
-    cursor = load_cursor(stream_dir(config, f"{PROJECT}/{SESSION}.jsonl"))
+    assert not result.conflict_sources and result.transcript_lines_landed == 1
+    cursor = cursor_of(config, stream_dir(config, f"{PROJECT}/{SESSION}.jsonl"))
     assert cursor is not None and cursor.state == "active"
     assert landed_bytes(config) == path.read_bytes()
 
@@ -214,8 +238,8 @@ def test_a_whole_session_pruned_is_marked_gone(tmp_path: Path) -> None:
     path.write_bytes(jline() + b"\n")
     run(config)
     shutil.rmtree(path.parent)
-    assert run(config).files_landed == 0
-    cursor = load_cursor(stream_dir(config, f"{PROJECT}/{SESSION}.jsonl"))
+    assert run(config).transcript_files == 0
+    cursor = cursor_of(config, stream_dir(config, f"{PROJECT}/{SESSION}.jsonl"))
     assert cursor is not None and cursor.state == SOURCE_GONE
 
 
@@ -225,31 +249,31 @@ def test_a_crash_before_the_cursor_moved_lands_no_line_twice(tmp_path: Path) -> 
     path.write_bytes(jline(promptId="p1") + b"\n")
     run(config)
     directory = stream_dir(config, f"{PROJECT}/{SESSION}.jsonl")
-    before = (directory / CURSOR_FILE).read_bytes()
+    before = absolute(config, cursor_path(directory)).read_bytes()
     append(path, assistant_line("msg_A", "req_A") + b"\n" + jline(n=3) + b"\n")
-    assert run(config).files_landed == 1
+    assert run(config).transcript_files == 1
 
     # The cursor file as it was before the second window landed: rebuilt, nothing re-lands.
-    replace_derived(directory / CURSOR_FILE, before)
-    assert run(config).files_landed == 0
+    replace_derived(absolute(config, cursor_path(directory)), before)
+    assert run(config).transcript_files == 0
 
     # A cursor that wrongly claims to cover the newest file re-lands the second window.
     stale = orjson.loads(before)
-    stale["last_seq"] = Root(config.root).landed(directory)[-1].seq
-    replace_derived(directory / CURSOR_FILE, orjson.dumps(stale))
+    stale["last_seq"] = landed_in(config, directory)[-1].seq
+    replace_derived(absolute(config, cursor_path(directory)), orjson.dumps(stale))
     relanded = run(config)
-    assert relanded.files_landed == 1
-    assert len(Root(config.root).landed(directory)) == 3
+    assert relanded.transcript_files == 1
+    assert len(landed_in(config, directory)) == 3
 
-    lines = list(iter_lines(Root(config.root), SESSION))
+    lines = list(session_of(config).transcript_lines())
     assert [line.line for line in lines] == [1, 2, 3]
     assert b"".join(line.data for line in lines) == path.read_bytes()
-    facts = load_facts(Root(config.root), SESSION)
+    facts = session_of(config).facts()
     assert facts.calls == {"msg_A": CallFact("msg_A", "req_A", "main", "p1")}
-    report = verify_root(Root(config.root), checks=[transcript_check])
+    report = open_root(config).verify()
     assert not report.problems and report.transcript_lines == 3
-    facts_path(Root(config.root), SESSION).unlink()
-    assert load_facts(Root(config.root), SESSION) == facts
+    absolute(config, facts_path(SESSION)).unlink()
+    assert session_of(config).facts() == facts
 
 
 def test_a_lost_cursor_is_rebuilt_from_the_landed_files(tmp_path: Path) -> None:
@@ -258,12 +282,12 @@ def test_a_lost_cursor_is_rebuilt_from_the_landed_files(tmp_path: Path) -> None:
     path.write_bytes(b"".join(jline(n=n, pad="x" * 300) + b"\n" for n in range(40)))
     run(config)
     directory = stream_dir(config, f"{PROJECT}/{SESSION}.jsonl")
-    kept = load_cursor(directory)
-    (directory / CURSOR_FILE).unlink()
+    kept = cursor_of(config, directory)
+    absolute(config, cursor_path(directory)).unlink()
     append(path, jline(n=99) + b"\n")
     result = run(config)
-    assert (result.files_landed, result.lines_landed) == (1, 1)
-    rebuilt = load_cursor(directory)
+    assert (result.transcript_files, result.transcript_lines_landed) == (1, 1)
+    rebuilt = cursor_of(config, directory)
     assert kept is not None and rebuilt is not None
     assert rebuilt.tail_sha256 != kept.tail_sha256 and rebuilt.line == kept.line + 1
     assert landed_bytes(config) == path.read_bytes()
@@ -276,21 +300,21 @@ def test_derived_state_left_empty_by_a_power_cut_is_rebuilt(tmp_path: Path) -> N
     path = transcript(config)
     path.write_bytes(jline(promptId="p1") + b"\n" + assistant_line("msg_A", "req_A") + b"\n")
     run(config)
-    root = Root(config.root)
     directory = stream_dir(config, f"{PROJECT}/{SESSION}.jsonl")
     for derived in (
-        directory / CURSOR_FILE,
-        facts_path(root, SESSION),
-        root.session_dir(SESSION) / "seq",
+        absolute(config, cursor_path(directory)),
+        absolute(config, facts_path(SESSION)),
+        Root(config.root).session_dir(SESSION) / "seq",
     ):
+        assert derived.exists(), derived
         derived.write_bytes(b"")
     append(path, assistant_line("msg_B", "req_B") + b"\n")
 
-    assert run(config).files_landed == 1
+    assert run(config).transcript_files == 1
     assert landed_bytes(config) == path.read_bytes()
-    assert [landed.seq for landed in root.landed(directory)] == [1, 2]
-    assert sorted(load_facts(root, SESSION).calls) == ["msg_A", "msg_B"]
-    assert not verify_root(root, checks=[transcript_check]).problems
+    assert [landed.seq for landed in landed_in(config, directory)] == [1, 2]
+    assert sorted(session_of(config).facts().calls) == ["msg_A", "msg_B"]
+    assert not open_root(config).verify().problems
 
 
 def test_a_landed_file_the_disk_lost_lands_again(tmp_path: Path) -> None:
@@ -302,17 +326,16 @@ def test_a_landed_file_the_disk_lost_lands_again(tmp_path: Path) -> None:
     run(config)
     append(path, assistant_line("msg_A", "req_A") + b"\n")
     run(config)
-    root = Root(config.root)
     directory = stream_dir(config, f"{PROJECT}/{SESSION}.jsonl")
-    newest = root.landed(directory)[-1]
-    assert load_cursor(directory).last_seq == newest.seq  # type: ignore[union-attr]
-    newest.path.unlink()
+    newest = landed_in(config, directory)[-1]
+    assert cursor_of(config, directory).last_seq == newest.seq  # type: ignore[union-attr]
+    absolute(config, newest.path).unlink()
 
-    assert run(config).files_landed == 1
+    assert run(config).transcript_files == 1
     assert landed_bytes(config) == path.read_bytes()
-    assert [landed.seq for landed in root.landed(directory)] == [1, 3]
-    assert load_facts(root, SESSION).calls == {"msg_A": CallFact("msg_A", "req_A", "main", "p1")}
-    assert not verify_root(root, checks=[transcript_check]).problems
+    assert [landed.seq for landed in landed_in(config, directory)] == [1, 3]
+    assert session_of(config).facts().calls == {"msg_A": CallFact("msg_A", "req_A", "main", "p1")}
+    assert not open_root(config).verify().problems
 
 
 def test_the_lock_sweeps_temporaries_only_when_another_process_held_the_root(
@@ -321,14 +344,13 @@ def test_the_lock_sweeps_temporaries_only_when_another_process_held_the_root(
     config = make_config(tmp_path)
     transcript(config).write_bytes(jline() + b"\n")
     run(config)
-    root = Root(config.root)
-    left = root.transcripts_dir(SESSION) / ".tmp-left-by-a-killed-writer"
+    left = absolute(config, transcripts_dir(SESSION)) / ".tmp-left-by-a-killed-writer"
     left.write_bytes(b"half")
 
     run(config)
     assert left.exists(), "this process held the root last: nobody else could have left it"
 
-    (root.path / "_lock").write_bytes(b"another collector's token")
+    (config.root / "_lock").write_bytes(b"another collector's token")
     run(config)
     assert not left.exists()
 
@@ -362,13 +384,13 @@ def test_windows_respect_the_budget_and_the_per_pass_limit(tmp_path: Path) -> No
     path = transcript(config)
     path.write_bytes(b"".join(jline(n=n, pad="y" * 200) + b"\n" for n in range(1400)))
     first = run(config)
-    assert (first.files_landed, first.pending) == (64, 1)
+    assert (first.transcript_files, first.pending) == (64, 1)
     second = run(config)
-    assert second.pending == 0 and second.files_landed > 0
-    assert first.lines_landed + second.lines_landed == 1400
-    root = Root(config.root)
-    for item in root.landed(stream_dir(config, f"{PROJECT}/{SESSION}.jsonl")):
-        payload = read_file(item.path).records[0].payload
+    assert second.pending == 0 and second.transcript_files > 0
+    assert first.transcript_lines_landed + second.transcript_lines_landed == 1400
+    session = session_of(config)
+    for name in session.landed_in(stream_dir(config, f"{PROJECT}/{SESSION}.jsonl")):
+        payload = session.read(name).records[0].payload
         assert len(payload) <= 4096 and payload.endswith(b"\n")
     assert landed_bytes(config) == path.read_bytes()
 
@@ -379,8 +401,10 @@ def test_a_single_50_mb_line_lands_whole(tmp_path: Path) -> None:
     big = jline(blob="z" * (50 * 1024 * 1024)) + b"\n"
     path.write_bytes(jline(n=1) + b"\n" + big + jline(n=3) + b"\n")
     result = run(config)
-    assert result.lines_landed == 3 and result.files_landed == 3 and not result.errors
-    lines = list(iter_lines(Root(config.root), SESSION))
+    assert (
+        result.transcript_lines_landed == 3 and result.transcript_files == 3 and not result.errors
+    )
+    lines = list(session_of(config).transcript_lines())
     assert [len(line.data) for line in lines][1] == len(big)
     assert b"".join(line.data for line in lines) == path.read_bytes()
 
@@ -390,8 +414,8 @@ def test_crlf_lines_are_kept_exactly(tmp_path: Path) -> None:
     path = transcript(config)
     data = jline(n=1) + b"\r\n" + jline(n=2) + b"\r\n" + b"\r\n"
     path.write_bytes(data)
-    assert run(config).lines_landed == 3
-    lines = list(iter_lines(Root(config.root), SESSION))
+    assert run(config).transcript_lines_landed == 3
+    lines = list(session_of(config).transcript_lines())
     assert [line.data[-2:] for line in lines] == [b"\r\n"] * 3
     assert landed_bytes(config) == data
 
@@ -405,9 +429,9 @@ def test_a_transcript_holding_lines_of_three_sessions_lands_under_its_own(
         jline(OTHER, cwd="/a") + b"\n" + jline(THIRD, cwd="/b") + b"\n" + jline(cwd="/c") + b"\n"
     )
     result = run(config)
-    assert result.sessions == {SESSION} and result.lines_landed == 3
-    assert Root(config.root).sessions() == [SESSION]
-    assert load_facts(Root(config.root), SESSION).cwds == {"/a", "/b", "/c"}
+    assert result.sessions == {SESSION} and result.transcript_lines_landed == 3
+    assert open_root(config).sessions() == [SESSION]
+    assert session_of(config).facts().cwds == {"/a", "/b", "/c"}
 
 
 def assistant_line(
@@ -444,7 +468,7 @@ def test_facts_name_every_call_once_with_its_prompt_and_stream(tmp_path: Path) -
     other_dir.parent.mkdir(parents=True)
     other_dir.write_bytes(assistant_line("msg_1", "req_dup") + b"\n")
     run(config)
-    facts = load_facts(Root(config.root), SESSION)
+    facts = session_of(config).facts()
     assert facts.calls == {
         "msg_1": CallFact("msg_1", "req_1", "main", "p1"),
         "msg_2": CallFact("msg_2", "req_2", "main", "p2"),
@@ -457,9 +481,9 @@ def test_facts_name_every_call_once_with_its_prompt_and_stream(tmp_path: Path) -
     # Grown window by window over passes, or rebuilt at once: the same facts.
     append(path, assistant_line("msg_4", "req_4", cwd="/moved") + b"\n")
     run(config)
-    grown = load_facts(Root(config.root), SESSION)
-    facts_path(Root(config.root), SESSION).unlink()
-    assert load_facts(Root(config.root), SESSION) == grown
+    grown = session_of(config).facts()
+    absolute(config, facts_path(SESSION)).unlink()
+    assert session_of(config).facts() == grown
     assert grown.calls["msg_4"] == CallFact("msg_4", "req_4", "main", "p2")
     assert "/moved" in grown.cwds
 
@@ -474,8 +498,8 @@ def test_flat_agent_files_follow_their_first_session_line(tmp_path: Path) -> Non
     (project / "agent-a222222.jsonl").write_bytes(b'{"type":"summary","sessionId":"nope"}\n')
     (project / "agent-a333333.jsonl").write_bytes(b"")
     result = run(config)
-    assert result.unattributed == 1 and result.sessions == {OTHER}
-    assert [line.stream for line in iter_lines(Root(config.root), OTHER)] == ["a111111"] * 3
+    assert result.transcripts_unattributed == 1 and result.sessions == {OTHER}
+    assert [line.stream for line in session_of(config, OTHER).transcript_lines()] == ["a111111"] * 3
 
 
 def test_sidecars_land_a_new_copy_when_their_bytes_change(tmp_path: Path) -> None:
@@ -484,18 +508,19 @@ def test_sidecars_land_a_new_copy_when_their_bytes_change(tmp_path: Path) -> Non
     meta = config.projects_dir / PROJECT / SESSION / "subagents" / "agent-a1.meta.json"
     meta.parent.mkdir(parents=True)
     meta.write_bytes(b'{"agentType":"Explore"}')
-    assert run(config).files_landed == 2
+    assert run(config).transcript_files == 2
     os.utime(meta, ns=(5, 5))
-    assert run(config).files_landed == 0
+    assert run(config).transcript_files == 0
     meta.write_bytes(b'{"agentType":"Plan"}')
-    assert run(config).files_landed == 1
+    assert run(config).transcript_files == 1
     relpath = f"{PROJECT}/{SESSION}/subagents/agent-a1.meta.json"
-    copies = Root(config.root).landed(stream_dir(config, relpath))
-    assert [read_file(c.path).records[0].payload for c in copies] == [
+    session = session_of(config)
+    copies = session.landed_in(stream_dir(config, relpath))
+    assert [session.read(c).records[0].payload for c in copies] == [
         b'{"agentType":"Explore"}',
         b'{"agentType":"Plan"}',
     ]
-    assert all(line.source != relpath for line in iter_lines(Root(config.root), SESSION))
+    assert all(line.source != relpath for line in session_of(config).transcript_lines())
 
 
 def test_landed_files_are_private_whatever_the_umask(tmp_path: Path) -> None:
@@ -507,7 +532,7 @@ def test_landed_files_are_private_whatever_the_umask(tmp_path: Path) -> None:
     previous = os.umask(0)
     try:
         run(config)
-        load_facts(Root(config.root), SESSION)
+        session_of(config).facts()
     finally:
         os.umask(previous)
     checked = 0
@@ -525,17 +550,17 @@ def test_verify_names_a_damaged_file_and_a_gap(tmp_path: Path) -> None:
     path = transcript(config)
     path.write_bytes(b"".join(jline(n=n, pad="p" * 500) + b"\n" for n in range(30)))
     run(config)
-    root = Root(config.root)
-    report = verify_root(root, checks=[transcript_check])
+    report = open_root(config).verify()
     assert not report.problems and report.transcript_lines == 30
-    files = root.landed(stream_dir(config, f"{PROJECT}/{SESSION}.jsonl"))
-    assert report.files == len(files) >= 4
-    damaged = bytearray(files[1].path.read_bytes())
+    names = landed_in(config, stream_dir(config, f"{PROJECT}/{SESSION}.jsonl"))
+    assert report.files == len(names) >= 4
+    files = [absolute(config, name.path) for name in names]
+    damaged = bytearray(files[1].read_bytes())
     damaged[-200] ^= 1
-    files[1].path.write_bytes(bytes(damaged))
-    files[2].path.unlink()
-    problems = verify_root(root, checks=[transcript_check]).problems
-    assert {p.file for p in problems} == {str(files[1].path), str(files[3].path)}
+    files[1].write_bytes(bytes(damaged))
+    files[2].unlink()
+    problems = open_root(config).verify().problems
+    assert {p.file for p in problems} == {str(files[1]), str(files[3])}
     assert any("past the" in p.why for p in problems)
 
 
@@ -544,8 +569,8 @@ def test_excluded_sessions_land_nothing(tmp_path: Path) -> None:
     transcript(config, project="-private-tmp-scratch").write_bytes(jline() + b"\n")
     transcript(config, OTHER).write_bytes(jline(OTHER) + b"\n")
     result = run(config)
-    assert result.excluded_sessions == 1 and result.sessions == {OTHER}
-    assert Root(config.root).sessions() == [OTHER]
+    assert result.sessions_excluded == 1 and result.sessions == {OTHER}
+    assert open_root(config).sessions() == [OTHER]
 
 
 @settings(
@@ -570,16 +595,16 @@ def test_any_growth_lands_exactly_the_complete_lines(
         append(path, data[written:cut])
         written = cut
         result = run(config)
-        assert not result.conflicts and not result.errors
+        assert not result.conflict_sources and not result.errors
         complete = data[: data.rfind(b"\n", 0, cut) + 1]
         assert landed_bytes(config) == complete
-    root = Root(config.root)
-    for directory in stream_dirs(root, SESSION):
-        for item in root.landed(directory):
-            payload = read_file(item.path).records[0].payload
+    session = open_root(config).open_session(SESSION)
+    for directory in session.stream_dirs():
+        for name in session.landed_in(directory):
+            payload = session.read(name).records[0].payload
             assert payload.endswith(b"\n")
             assert len(payload) <= budget or payload.count(b"\n") == 1
-    assert not verify_root(root, checks=[transcript_check]).problems
+    assert not open_root(config).verify().problems
 
 
 def sample_layouts() -> list[Path]:
@@ -595,16 +620,19 @@ def test_every_sample_transcript_lands_and_verifies(tmp_path: Path) -> None:
         shutil.rmtree(config.projects_dir)
         shutil.copytree(layout, config.projects_dir)
         result = run(config)
-        assert not result.conflicts and not result.errors and not result.unattributed
+        assert (
+            not result.conflict_sources
+            and not result.errors
+            and not result.transcripts_unattributed
+        )
         total = sum(path.stat().st_size for path in config.projects_dir.rglob("*.jsonl"))
         assert result.source_bytes == total
-        root = Root(config.root)
-        report = verify_root(root, checks=[transcript_check])
+        report = open_root(config).verify()
         assert not report.problems
         assert report.transcript_lines == sum(
             path.read_bytes().count(b"\n") for path in config.projects_dir.rglob("*.jsonl")
         )
-        assert run(config).files_landed == 0
+        assert run(config).transcript_files == 0
 
 
 cwd_values = st.sampled_from(["/w", "/w/sub", '/q"uote', "/tab\there", "/é", ""])

@@ -31,7 +31,7 @@ from test_service import (
 from asz import __version__
 from asz.daemon.http import HealthState, ListenError, StatusServer, parse_listen
 from asz.daemon.metrics import ERROR_KINDS, ServiceMetrics
-from asz.passes import PassCounts
+from asz.tally import Tally
 
 
 def samples(metrics: ServiceMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -42,8 +42,8 @@ def samples(metrics: ServiceMetrics) -> dict[tuple[str, tuple[tuple[str, str], .
     return found
 
 
-def a_pass(**counts: object) -> PassCounts:
-    return PassCounts(**counts)  # type: ignore[arg-type]
+def a_pass(**counts: object) -> Tally:
+    return Tally(**counts)  # type: ignore[arg-type]
 
 
 # -- the registry ----------------------------------------------------------------------------
@@ -84,19 +84,19 @@ def test_every_error_kind_is_exposed_from_the_start_and_no_other_is_taken() -> N
 @given(
     st.lists(
         st.builds(
-            PassCounts,
-            sessions=st.integers(0, 10**6),
+            Tally,
+            sessions=st.sets(st.uuids().map(str), max_size=3),
             bodies_landed=st.integers(0, 10**6),
             bodies_waiting=st.integers(0, 10**6),
-            conflicts=st.integers(0, 10),
-            conflict_sources=st.lists(st.text(max_size=20), max_size=3),
+            # the conflicts count is the number of conflict sources
+            conflict_sources=st.lists(st.text(max_size=20), max_size=10),
             errors=st.lists(st.text(max_size=20), max_size=3),
             seconds=st.floats(0, 1000),
         ),
         max_size=5,
     )
 )
-def test_no_label_ever_names_a_session_or_a_path(passes: list[PassCounts]) -> None:
+def test_no_label_ever_names_a_session_or_a_path(passes: list[Tally]) -> None:
     metrics = ServiceMetrics(__version__)
     for counts in passes:
         metrics.record_pass(counts, finished_at=1.0)
@@ -149,7 +149,7 @@ def test_healthz_reports_the_loop_and_the_last_pass_and_503_when_the_loop_stalls
     assert status == 200 and content_type == "application/json"
     assert report["version"] == __version__ and report["last_pass"] is None
     assert report["uptime_seconds"] >= 0
-    health.pass_done(a_pass(landed=2).as_dict(), finished_at=1234.5)
+    health.pass_done(a_pass(transcript_files=1, bodies_landed=1).as_dict(), finished_at=1234.5)
     report = orjson.loads(ask(port, "/healthz")[2])
     assert report["last_pass_at"] == 1234.5 and report["last_pass"]["landed"] == 2
     health.last_tick = time.monotonic() - 3600

@@ -20,23 +20,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asz.adapters.claude_code_local import collect_transcripts
-from asz.adapters.claude_code_provider import (
-    ProviderResult,
-    ProviderState,
-    collect_bodies,
-    describe_sources,
-)
-from asz.adapters.provider_index import PROVIDER_INDEX
+from asz.adapters.claude_code_provider import collect_bodies
+from asz.adapters.provider_census import describe_sources
+from asz.adapters.provider_index import STATE_PATH
+from asz.adapters.provider_ledger import Ledger, State, ledger_path
+from asz.adapters.provider_ledger import load_ledger as load_store_ledger
 from asz.adapters.provider_source import is_one_json_value, list_sources
+from asz.adapters.provider_state import ProviderState
 from asz.adapters.session_filter import SessionJudge
 from asz.bodykeys import BodyKeys, read_keys
 from asz.config import AdapterConfig, Adapters, Config, SessionFilter
-from asz.store.bodies import BodyStore, IncomingBody
-from asz.store.framing import read_file
-from asz.store.ledger import State, ledger_path, load_ledger
-from asz.store.reader import SessionReader
+from asz.store import BODY_KIND, INDEX_KIND, LandedRecord, Store, open_store
+from asz.store.bodies import BodyLander, IncomingBody
 from asz.store.root import Root, collector_lock
 from asz.synth import SynthOptions, synthesize
+from asz.tally import Tally
 
 A = "11111111-2222-4333-8444-555555555555"
 B = "66666666-7777-4888-8999-aaaaaaaaaaaa"
@@ -92,11 +90,15 @@ class Env:
 
     tmp: Path
     config: Config
-    store: BodyStore
+    lander: BodyLander
+
+    @property
+    def store(self) -> Store:
+        return self.lander.store
 
     @property
     def root(self) -> Root:
-        return self.store.root
+        return Root(Path(self.store.location))
 
     @property
     def bodies(self) -> Path:
@@ -139,18 +141,30 @@ class Env:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
 
-    def run(self, now: float | None = NOW, config: Config | None = None) -> ProviderResult:
+    def run(self, now: float | None = NOW, config: Config | None = None) -> Tally:
         """A pass: transcripts first, then bodies, under a fresh judge."""
         config = config or self.config
-        local = collect_transcripts(config, self.root)
-        assert local.errors == [] and local.conflicts == []
-        return collect_bodies(config, self.root, self.store, SessionJudge(config, self.root), now)
+        local = collect_transcripts(config, self.store)
+        assert local.errors == [] and local.conflict_sources == []
+        judge = SessionJudge(config, self.store)
+        return collect_bodies(config, self.root, self.lander, judge, now)
 
     def body(self, session: str, record_id: str) -> bytes:
-        return SessionReader(self.root, session).body(record_id)
+        return self.store.session(session).body(record_id)
 
     def landed_files(self, session: str) -> list[Path]:
-        return [item.path for item in self.root.landed(self.root.bodies_dir(session))]
+        landed = self.store.open_session(session).landed(BODY_KIND)
+        return [Path(self.store.location) / name.path for name in landed]
+
+    def records(self, path: Path) -> list[LandedRecord]:
+        """The records of one landed file, read whole (raises when it does not hold)."""
+        relpath = path.relative_to(self.store.location).as_posix()
+        session = self.store.session(relpath.split("/", 1)[0])
+        (name,) = [name for name in session.landed() if name.path == relpath]
+        return session.read(name).records
+
+    def ledger(self) -> Ledger:
+        return load_store_ledger(self.store, self.root)
 
 
 def make_env(tmp_path: Path, **adapter: int) -> Env:
@@ -160,7 +174,9 @@ def make_env(tmp_path: Path, **adapter: int) -> Env:
         adapters=Adapters(claude_code_provider=AdapterConfig(**adapter)),
     )
     config.bodies_dir.mkdir(parents=True)
-    return Env(tmp_path, config, BodyStore(Root(config.root), config.compression))
+    return Env(
+        tmp_path, config, BodyLander(open_store(config.root, compression=config.compression))
+    )
 
 
 @pytest.fixture
@@ -168,8 +184,8 @@ def env(tmp_path: Path) -> Env:
     return make_env(tmp_path)
 
 
-def complete(result: ProviderResult) -> bool:
-    return not result.conflicts and not result.errors
+def complete(result: Tally) -> bool:
+    return not result.conflict_sources and not result.errors
 
 
 def test_bodies_land_in_their_sessions_and_rebuild_exactly(env: Env) -> None:
@@ -185,7 +201,12 @@ def test_bodies_land_in_their_sessions_and_rebuild_exactly(env: Env) -> None:
     env.transcript(A)
     env.transcript(B, project="-home-u-other")
     first = env.run()
-    assert (first.bodies_landed, first.waiting, first.unreadable, first.excluded) == (4, 1, 0, 0)
+    assert (
+        first.bodies_landed,
+        first.bodies_waiting,
+        first.bodies_unreadable,
+        first.bodies_excluded,
+    ) == (4, 1, 0, 0)
     assert complete(first)
     assert first.sessions == {A, B}
     assert first.files == 2 and first.records == 4
@@ -200,7 +221,7 @@ def test_bodies_land_in_their_sessions_and_rebuild_exactly(env: Env) -> None:
     ]:
         assert env.body(session, name[: -len(".json")]) == files[name][0]
     second = env.run()
-    assert (second.bodies_landed, second.waiting, second.files) == (0, 1, 0)
+    assert (second.bodies_landed, second.bodies_waiting, second.files) == (0, 1, 0)
     assert complete(second) and second.sessions == set()
 
 
@@ -209,10 +230,10 @@ def test_a_response_no_later_request_names_is_claimed_by_its_transcript(env: Env
     env.write("req_last.response.json", response("msg_last"), BASE + 10)
     env.transcript(A)
     first = env.run()
-    assert (first.bodies_landed, first.waiting) == (1, 1)
+    assert (first.bodies_landed, first.bodies_waiting) == (1, 1)
     env.transcript(A, message_ids=("msg_last",))
     second = env.run()
-    assert (second.bodies_landed, second.waiting) == (1, 0)
+    assert (second.bodies_landed, second.bodies_waiting) == (1, 0)
     assert env.body(A, "req_last.response") == response("msg_last")
 
 
@@ -222,7 +243,7 @@ def test_a_uuid_named_response_is_claimed_by_its_message_id(env: Env) -> None:
     env.write(name, response("msg_u"), BASE + 30)
     env.transcript(A, message_ids=("msg_u",))
     result = env.run()
-    assert (result.bodies_landed, result.waiting) == (2, 0)
+    assert (result.bodies_landed, result.bodies_waiting) == (2, 0)
     assert env.body(A, name[: -len(".json")]) == response("msg_u")
 
 
@@ -233,7 +254,7 @@ def test_two_sessions_naming_one_request_id_leave_the_response_waiting(env: Env)
     env.transcript(A, message_ids=("msg_x",))
     env.transcript(B, project="-home-u-other")
     result = env.run()
-    assert (result.bodies_landed, result.waiting) == (2, 1)
+    assert (result.bodies_landed, result.bodies_waiting) == (2, 1)
     assert complete(result)
 
 
@@ -242,10 +263,10 @@ def test_a_response_whose_only_candidate_requests_are_25_hours_away_waits(env: E
     env.write("req_late.response.json", response("msg_late"), BASE + 25 * HOUR)
     env.transcript(A, message_ids=("msg_late",))
     far = env.run(now=BASE + 26 * HOUR)
-    assert (far.bodies_landed, far.waiting) == (1, 1)
+    assert (far.bodies_landed, far.bodies_waiting) == (1, 1)
     os.utime(env.bodies / "req_late.response.json", ns=(int((BASE + 23 * HOUR) * 1e9),) * 2)
     near = env.run(now=BASE + 26 * HOUR)
-    assert (near.bodies_landed, near.waiting) == (1, 0)
+    assert (near.bodies_landed, near.bodies_waiting) == (1, 0)
 
 
 def test_a_half_written_file_waits_and_is_called_unreadable_only_later(env: Env) -> None:
@@ -253,17 +274,17 @@ def test_a_half_written_file_waits_and_is_called_unreadable_only_later(env: Env)
     env.write("r1.request.json", whole[: len(whole) // 2], at=NOW - 1)
     env.transcript(A)
     fresh = env.run(now=NOW)
-    assert (fresh.bodies_landed, fresh.unreadable, fresh.waiting) == (0, 0, 1)
+    assert (fresh.bodies_landed, fresh.bodies_unreadable, fresh.bodies_waiting) == (0, 0, 1)
     assert ledger_path(env.root).exists()
     settled = env.config.service.unreadable_after
     later = env.run(now=NOW + settled + 60)
-    assert (later.bodies_landed, later.unreadable, later.waiting) == (0, 1, 0)
+    assert (later.bodies_landed, later.bodies_unreadable, later.bodies_waiting) == (0, 1, 0)
     assert complete(later), "unreadable never fails a pass"
     again = env.run(now=NOW + settled + 120)
-    assert again.unreadable == 1
+    assert again.bodies_unreadable == 1
     env.write("r1.request.json", whole, at=NOW + settled + 130)
     written = env.run(now=NOW + settled + 140)
-    assert (written.bodies_landed, written.unreadable) == (1, 0)
+    assert (written.bodies_landed, written.bodies_unreadable) == (1, 0)
     assert env.body(A, "r1.request") == whole
 
 
@@ -272,7 +293,7 @@ def test_invalid_utf8_inside_a_string_is_one_json_value_and_lands_exactly(env: E
     env.write("r1.request.json", data, at=NOW)
     env.transcript(A)
     result = env.run(now=NOW)
-    assert (result.bodies_landed, result.unreadable, result.waiting) == (1, 0, 0)
+    assert (result.bodies_landed, result.bodies_unreadable, result.bodies_waiting) == (1, 0, 0)
     assert env.body(A, "r1.request") == data
 
 
@@ -300,7 +321,7 @@ def test_a_corrupt_ledger_is_rebuilt(env: Env) -> None:
     after = env.run()
     assert after.bodies_landed == 0 and after.files == 0
     assert complete(after), "derived data rebuilt: nothing for the user to do"
-    with load_ledger(env.root) as ledger:
+    with env.ledger() as ledger:
         assert [(entry.name, entry.state) for entry in ledger] == [
             ("r1.request.json", State.LANDED)
         ]
@@ -318,7 +339,7 @@ def test_an_unchanged_stat_is_answered_from_the_ledger_without_reading(env: Env)
     assert complete(unread) and unread.bodies_landed == 0, "same size and time: not read"
     os.utime(path, ns=(int((BASE + 1) * 1e9),) * 2)
     read = env.run()
-    assert len(read.conflicts) == 1
+    assert len(read.conflict_sources) == 1
 
 
 def test_a_removed_session_lands_again(env: Env) -> None:
@@ -337,14 +358,14 @@ def test_the_filter_excludes_and_holds(env: Env) -> None:
     env.transcript(A, project="-home-u-secret")
     excluding = replace(env.config, sessions=SessionFilter(exclude=("/home/u/secret",)))
     held = env.run(config=excluding)
-    assert (held.bodies_landed, held.waiting, held.excluded) == (0, 1, 1)
+    assert (held.bodies_landed, held.bodies_waiting, held.bodies_excluded) == (0, 1, 1)
     assert complete(held)
     assert not env.root.session_dir(A).exists()
     assert not env.root.session_dir(B).exists()
     env.transcript(B, project="-home-u-other")
     everything = replace(env.config, sessions=SessionFilter(exclude=()))
     both = env.run(config=everything)
-    assert (both.bodies_landed, both.waiting, both.excluded) == (2, 0, 0)
+    assert (both.bodies_landed, both.bodies_waiting, both.bodies_excluded) == (2, 0, 0)
 
 
 def test_a_file_changed_after_landing_is_a_conflict_until_its_bytes_are_back(env: Env) -> None:
@@ -355,7 +376,7 @@ def test_a_file_changed_after_landing_is_a_conflict_until_its_bytes_are_back(env
     env.write("r1.request.json", request(A, text="edited"), BASE + 100)
     for _ in range(2):
         result = env.run()
-        assert len(result.conflicts) == 1 and "r1.request.json" in result.conflicts[0]
+        assert len(result.conflict_sources) == 1 and "r1.request.json" in result.conflict_sources[0]
         assert result.bodies_landed == 0
     env.write("r1.request.json", original, BASE + 200)
     back = env.run()
@@ -371,7 +392,7 @@ def test_a_body_whose_id_the_session_holds_with_other_bytes_is_a_conflict(env: E
     env.write("r1.request.json", request(A, text="other"), BASE + 5)
     for _ in range(2):
         result = env.run()
-        assert len(result.conflicts) == 1 and result.bodies_landed == 0
+        assert len(result.conflict_sources) == 1 and result.bodies_landed == 0
     env.write("r1.request.json", request(A), BASE + 10)
     assert complete(env.run())
 
@@ -380,7 +401,7 @@ def test_a_session_id_that_is_no_session_id_writes_nothing(env: Env) -> None:
     env.write("r1.request.json", request("../outside"), BASE)
     env.write("r2.request.json", request("../../" + A), BASE)
     result = env.run()
-    assert (result.bodies_landed, result.waiting) == (0, 2)
+    assert (result.bodies_landed, result.bodies_waiting) == (0, 2)
     assert complete(result)
     assert all(path.name.startswith("_") for path in env.root.path.iterdir())
     assert not any(path.name == "outside" for path in env.tmp.rglob("*"))
@@ -398,7 +419,7 @@ def test_a_session_missing_an_earlier_file_still_takes_new_bodies(env: Env) -> N
     env.write("req_a2.response.json", response("msg_a2"), BASE + 3)
     env.write("r3.request.json", request(A, prev="req_a2", text="three " * 300), BASE + 4)
     third = env.run()
-    assert third.bodies_landed == 2 and third.conflicts == []
+    assert third.bodies_landed == 2 and third.conflict_sources == []
     assert [error for error in third.errors if second.name not in error] == [], (
         "only the body that copied from the missing file is named"
     )
@@ -410,7 +431,7 @@ def test_a_session_missing_an_earlier_file_still_takes_new_bodies(env: Env) -> N
 def test_a_file_ends_before_the_budget(tmp_path: Path) -> None:
     env = make_env(tmp_path, max_delta_bytes=12 * 1024)
     env.config = replace(env.config, compression="none")
-    env.store = BodyStore(env.root, "none")
+    env.lander = BodyLander(open_store(env.config.root, compression="none"))
     for number in range(4):
         unique = hashlib.sha256(str(number).encode()).hexdigest() * 80
         env.write(f"r{number}.request.json", request(A, text=unique, prompt=f"p{number}"), BASE)
@@ -418,7 +439,7 @@ def test_a_file_ends_before_the_budget(tmp_path: Path) -> None:
     result = env.run()
     assert result.bodies_landed == 4 and result.files >= 2
     for path in env.landed_files(A):
-        if len(read_file(path).records) > 1:
+        if len(env.records(path)) > 1:
             assert path.stat().st_size <= 12 * 1024
 
 
@@ -446,7 +467,7 @@ def test_fifos_symlinks_and_directories_named_like_bodies_are_ignored(env: Env) 
     env.write("r1.request.json", request(A))
     env.transcript(A)
     result = env.run()
-    assert (result.bodies_landed, result.waiting, result.unreadable) == (1, 0, 0)
+    assert (result.bodies_landed, result.bodies_waiting, result.bodies_unreadable) == (1, 0, 0)
     assert complete(result)
     assert [source.name for source in list_sources(env.bodies).files] == ["r1.request.json"]
 
@@ -483,7 +504,7 @@ def test_describe_sources_counts_requests_responses_and_named_sessions(env: Env)
 def test_nothing_happens_while_the_bodies_directory_does_not_exist(env: Env) -> None:
     shutil.rmtree(env.bodies)
     result = env.run()
-    assert result == ProviderResult()
+    assert result == Tally()
     assert not ledger_path(env.root).exists()
 
 
@@ -507,11 +528,9 @@ def index_line(session: str, request_id: str, message_id: str, request_file: str
 
 
 def landed_index_lines(env: Env, session: str) -> list[bytes]:
-    directory = env.root.session_dir(session) / PROVIDER_INDEX
+    landed = env.store.open_session(session)
     return [
-        record.payload
-        for item in env.root.landed(directory)
-        for record in read_file(item.path).records
+        record.payload for name in landed.landed(INDEX_KIND) for record in landed.read(name).records
     ]
 
 
@@ -526,7 +545,7 @@ def test_the_index_claims_title_and_compaction_responses(env: Env) -> None:
     compact = index_line(A, "req_compact", "msg_compact", "c1.request.json", future={"x": [1]})
     env.write("index.jsonl", title + compact)
     result = env.run()
-    assert (result.bodies_landed, result.waiting) == (5, 0)
+    assert (result.bodies_landed, result.bodies_waiting) == (5, 0)
     assert env.body(A, "req_title.response") == response("msg_title")
     assert landed_index_lines(env, A) == [title[:-1], compact[:-1]]
     again = env.run()
@@ -545,7 +564,7 @@ def test_a_torn_index_line_waits_and_lines_land_once(env: Env) -> None:
     env.run()
     env.run()
     assert landed_index_lines(env, A) == [first[:-1], second[:-1]]
-    state = env.root.state_dir / "provider-index.json"
+    state = Path(env.store.location) / STATE_PATH
     state.unlink()
     env.run()
     assert landed_index_lines(env, A) == [first[:-1], second[:-1]]
@@ -563,7 +582,7 @@ def test_index_lines_of_a_session_not_yet_judged_are_held_until_it_is(env: Env) 
     env.write("index.jsonl", line)
     env.write("req_b.response.json", response("msg_b"), BASE)
     waiting = env.run()
-    assert waiting.waiting == 1 and complete(waiting)
+    assert waiting.bodies_waiting == 1 and complete(waiting)
     assert not env.root.session_dir(B).exists()
     env.transcript(B)
     landed = env.run()
@@ -577,8 +596,8 @@ def test_an_index_rewritten_behind_what_was_read_is_a_conflict_while_it_stays(en
     env.write("index.jsonl", line)
     env.run()
     env.write("index.jsonl", line.replace(b"req_1", b"req_9") + line)
-    assert len(env.run().conflicts) == 1
-    assert len(env.run().conflicts) == 1
+    assert len(env.run().conflict_sources) == 1
+    assert len(env.run().conflict_sources) == 1
     env.write("index.jsonl", line + line.replace(b"msg_1", b"msg_2"))
     healed = env.run()
     assert complete(healed)
@@ -685,7 +704,7 @@ def test_real_request_bodies_land_in_the_session_they_name(env: Env, samples: Pa
     env.write("old.request.json", orjson.dumps(old), BASE)
     env.transcript(session)
     result = env.run()
-    assert (result.bodies_landed, result.waiting) == (1, 1), "1.0.6 names no session"
+    assert (result.bodies_landed, result.bodies_waiting) == (1, 1), "1.0.6 names no session"
     assert env.body(session, "real.request") == body
 
 
@@ -695,12 +714,12 @@ def test_a_synthesised_capture_lands_as_its_ground_truth_says(tmp_path: Path, in
     expected = synthesize(capture, SynthOptions(index=index))
     config = Config(root=tmp_path / "root", claude_dir=capture)
     assert config.bodies_dir == capture / expected["bodies_dir"]
-    env = Env(tmp_path, config, BodyStore(Root(config.root), config.compression))
+    env = Env(tmp_path, config, BodyLander(open_store(config.root, compression=config.compression)))
     first = env.run(now=None)
     bodies = expected["bodies"]
     waiting = [body for body in bodies if body["claim"] is None]
     assert complete(first)
-    assert first.waiting == len(waiting)
+    assert first.bodies_waiting == len(waiting)
     assert first.bodies_landed == len(bodies) - len(waiting)
     assert first.sessions == {session["id"] for session in expected["sessions"]}
     for body in bodies:
@@ -714,7 +733,7 @@ def test_a_synthesised_capture_lands_as_its_ground_truth_says(tmp_path: Path, in
         landed = [line for session in first.sessions for line in landed_index_lines(env, session)]
         assert sorted(landed) == sorted(lines)
     second = env.run(now=None)
-    assert (second.bodies_landed, second.files, second.waiting) == (0, 0, len(waiting))
+    assert (second.bodies_landed, second.files, second.bodies_waiting) == (0, 0, len(waiting))
     assert complete(second)
 
 
@@ -726,10 +745,10 @@ def test_lost_derived_state_is_rebuilt_and_the_next_pass_reads_nothing(env: Env)
     env.transcript(A)
     assert env.run().bodies_landed == 3
     ledger_path(env.root).unlink()
-    (env.root.state_dir / "provider-index.json").unlink()
+    (Path(env.store.location) / STATE_PATH).unlink()
     rebuilt = env.run()
     assert (rebuilt.bodies_landed, rebuilt.files) == (0, 0) and complete(rebuilt)
-    with load_ledger(env.root) as ledger:
+    with env.ledger() as ledger:
         entries = list(ledger)
     assert [(entry.name, entry.state) for entry in entries] == [
         ("r1.request.json", State.LANDED),
@@ -757,7 +776,7 @@ def test_bodies_landed_by_a_pass_that_stopped_before_its_ledger_count_as_landed(
             "r1.request", "request", "r1.request.json", first, read_keys("request", "r1", first), 0
         )
     ]
-    assert env.store.land(A, items, 2 * 1024 * 1024).landed == ["r1.request"]
+    assert env.lander.land(A, items, 2 * 1024 * 1024).landed == ["r1.request"]
     result = env.run()
     assert (result.bodies_landed, result.files) == (2, 1) and complete(result)
     assert env.run().bodies_landed == 0
@@ -770,9 +789,9 @@ def test_the_ledger_keeps_only_what_each_body_carries(env: Env) -> None:
     env.write(uuid_name, response("msg_u"), BASE + 2)
     env.transcript(A)
     result = env.run()
-    assert (result.bodies_landed, result.waiting) == (2, 1)
+    assert (result.bodies_landed, result.bodies_waiting) == (2, 1)
     assert env.body(A, "req_x.response") == b"[]"
-    with load_ledger(env.root) as ledger:
+    with env.ledger() as ledger:
         entries = {entry.name: entry for entry in ledger}
     assert entries["r1.request.json"].keys == BodyKeys(
         model="claude-test", session=A, prompt="bdee6995", prev_request="req_x"
@@ -786,14 +805,14 @@ def test_a_session_whose_transcripts_were_pruned_is_judged_by_what_landed(env: E
     env.transcript(A, project="-private-tmp-scratch")
     env.transcript(B, project="-home-u-other")
     everything = replace(env.config, sessions=SessionFilter(exclude=()))
-    collect_transcripts(everything, env.root)
+    collect_transcripts(everything, env.store)
     shutil.rmtree(env.config.projects_dir)
     env.config.projects_dir.mkdir()
     env.write("a.request.json", request(A), BASE)
     env.write("b.request.json", request(B), BASE)
     env.write("c.request.json", request("CCCCCCCC-7777-4888-8999-AAAAAAAAAAAA"), BASE)
     default = env.run()
-    assert (default.bodies_landed, default.excluded, default.waiting) == (1, 1, 1)
+    assert (default.bodies_landed, default.bodies_excluded, default.bodies_waiting) == (1, 1, 1)
     assert env.run(config=everything).bodies_landed == 1
 
 
@@ -803,19 +822,19 @@ def test_a_waiting_body_is_judged_again_from_its_stored_keys_without_being_read(
     env.write("r1.request.json", request(A), BASE)
     path = env.write("req_r.response.json", response("msg_old"), BASE + 1)
     env.transcript(A)
-    assert (env.run().waiting, env.run().bodies_landed) == (1, 0)
+    assert (env.run().bodies_waiting, env.run().bodies_landed) == (1, 0)
     path.write_bytes(response("msg_new"))
     os.utime(path, ns=(int((BASE + 1) * 1e9),) * 2)
     env.transcript(A, message_ids=("msg_old",))
     judged = env.run()
-    assert (judged.bodies_landed, judged.waiting) == (0, 1), (
+    assert (judged.bodies_landed, judged.bodies_waiting) == (0, 1), (
         "claimed from the stored keys; the bytes read to land it are not the ones judged"
     )
-    with load_ledger(env.root) as ledger:
+    with env.ledger() as ledger:
         assert ledger.get("req_r.response.json") is None, "so the next pass reads it afresh"
     fresh = env.run()
-    assert (fresh.bodies_landed, fresh.waiting) == (0, 1)
-    with load_ledger(env.root) as ledger:
+    assert (fresh.bodies_landed, fresh.bodies_waiting) == (0, 1)
+    with env.ledger() as ledger:
         assert ledger.get("req_r.response.json").keys.message_id == "msg_new"
 
 
@@ -828,10 +847,10 @@ def test_an_unclaimed_response_is_searched_again_when_a_request_arrives_near_it(
     env.transcript(B, message_ids=("msg_b",), project="-home-u-other")
     later = BASE + 31 * HOUR
     for _ in range(2):
-        assert env.run(now=later).waiting == 1, "no request of B near it: B is not searched"
+        assert env.run(now=later).bodies_waiting == 1, "no request of B near it: B is not searched"
     env.write("b1.request.json", request(B), BASE + 29 * HOUR)
     claimed = env.run(now=later)
-    assert (claimed.bodies_landed, claimed.waiting) == (1 + 1, 0)
+    assert (claimed.bodies_landed, claimed.bodies_waiting) == (1 + 1, 0)
     assert env.body(B, "req_b.response") == response("msg_b")
 
 
@@ -842,7 +861,7 @@ def test_an_unclaimed_response_is_searched_again_when_its_transcripts_land_later
     env.write("req_late.response.json", response("msg_late"), BASE + 5)
     env.transcript(A)
     for _ in range(3):
-        assert env.run().waiting == 1
+        assert env.run().bodies_waiting == 1
     env.transcript(A, message_ids=("msg_late",))
     assert env.run().bodies_landed == 1
 
@@ -856,10 +875,10 @@ def test_a_response_two_sessions_named_is_claimed_once_one_of_the_requests_is_go
     env.transcript(A)
     for _ in range(2):
         result = env.run()
-        assert (result.bodies_landed, result.waiting) in ((1, 2), (0, 2))
+        assert (result.bodies_landed, result.bodies_waiting) in ((1, 2), (0, 2))
     (env.bodies / "b.request.json").unlink()
     claimed = env.run()
-    assert (claimed.bodies_landed, claimed.waiting) == (1, 0)
+    assert (claimed.bodies_landed, claimed.bodies_waiting) == (1, 0)
     assert env.body(A, "req_x.response") == response("msg_x")
 
 
@@ -868,23 +887,23 @@ def test_a_response_two_sessions_named_is_claimed_once_one_of_the_requests_is_go
 
 def kept_pass(
     env: Env, state: ProviderState, changed: set[str] | None, rescan: bool = False
-) -> ProviderResult:
+) -> Tally:
     """A pass as the service runs it: transcripts first, then bodies with ``state`` kept."""
-    local = collect_transcripts(env.config, env.root)
-    assert local.errors == [] and local.conflicts == []
-    judge = SessionJudge(env.config, env.root)
+    local = collect_transcripts(env.config, env.store)
+    assert local.errors == [] and local.conflict_sources == []
+    judge = SessionJudge(env.config, env.store)
     return collect_bodies(
-        env.config, env.root, env.store, judge, NOW, state=state, changed=changed, rescan=rescan
+        env.config, env.root, env.lander, judge, NOW, state=state, changed=changed, rescan=rescan
     )
 
 
-def outcome(result: ProviderResult) -> tuple:
+def outcome(result: Tally) -> tuple:
     return (
         result.bodies_landed,
-        result.waiting,
-        result.unreadable,
-        result.excluded,
-        sorted(result.conflicts),
+        result.bodies_waiting,
+        result.bodies_unreadable,
+        result.bodies_excluded,
+        sorted(result.conflict_sources),
         result.errors,
     )
 
@@ -950,7 +969,7 @@ def test_a_rescan_lists_the_directory_only_when_its_entries_moved(env: Env) -> N
     assert os.stat(env.bodies).st_mtime_ns == int((NOW - HOUR) * 1e9)
     assert complete(kept_pass(env, state, set(), rescan=True)), "no entry came or went"
     told = kept_pass(env, state, {"r1.request.json"}, rescan=True)
-    assert len(told.conflicts) == 1 and "r1.request.json" in told.conflicts[0]
+    assert len(told.conflict_sources) == 1 and "r1.request.json" in told.conflict_sources[0]
 
 
 def test_a_rescan_of_an_unmoved_directory_lands_a_removed_session_again(env: Env) -> None:
@@ -977,7 +996,7 @@ def test_a_ledger_replaced_behind_a_kept_state_is_read_again_and_lands_nothing_t
     ledger_path(env.root).unlink()
     after = kept_pass(env, state, set())
     assert (after.bodies_landed, after.files) == (0, 0) and complete(after)
-    with load_ledger(env.root) as ledger:
+    with env.ledger() as ledger:
         assert {entry.name: entry.mtime_ns for entry in ledger} == {
             "r1.request.json": int(BASE * 1e9),
             "r2.request.json": int((BASE + 1) * 1e9),
@@ -993,6 +1012,6 @@ def test_a_pass_that_fails_leaves_the_kept_state_to_list_again(env: Env) -> None
     env.write("r2.request.json", request(A, text="two"), BASE + 1)
     no_judge: SessionJudge = None  # type: ignore[assignment]
     with pytest.raises(AttributeError):
-        collect_bodies(env.config, env.root, env.store, no_judge, NOW, state=state, changed=set())
+        collect_bodies(env.config, env.root, env.lander, no_judge, NOW, state=state, changed=set())
     assert state.unsettled is None
     assert kept_pass(env, state, set()).bodies_landed == 1, "listed again after the failure"

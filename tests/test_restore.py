@@ -11,11 +11,12 @@ import pytest
 
 from asz.adapters.claude_code_local import collect_transcripts
 from asz.config import AdapterConfig, Adapters, Config, SessionFilter
+from asz.restore import RestoreRefused, restore_session, safe_relpath
+from asz.store import TRANSCRIPT_KIND, Session, Store, open_store
 from asz.store.atomic import publish_new
 from asz.store.framing import encode_file
-from asz.store.restore import RestoreRefused, restore_session, safe_relpath
-from asz.store.root import TRANSCRIPT, Root, collector_lock
-from asz.store.transcripts import stream_key
+from asz.store.layout import landed_name, stream_dir
+from asz.store.root import Root, collector_lock
 
 SESSION = "11111111-2222-4333-8444-555555555555"
 PROJECT = "-work-project"
@@ -39,18 +40,29 @@ def make_config(tmp_path: Path, projects: Path | None = None, budget: int = 8192
     )
 
 
+def open_root(config: Config) -> Store:
+    return open_store(config.root, compression=config.compression)
+
+
+def session_of(config: Config, session: str = SESSION) -> Session:
+    return open_root(config).session(session)
+
+
 def land(config: Config) -> int:
     """One pass that must be complete; the number of files it landed."""
-    root = Root(config.root)
-    with collector_lock(root):
-        result = collect_transcripts(config, root)
-    assert not result.conflicts and not result.errors and not result.pending
-    return result.files_landed
+    with collector_lock(Root(config.root)):
+        result = collect_transcripts(config, open_root(config))
+    assert not result.conflict_sources and not result.errors and not result.pending
+    return result.transcript_files
 
 
 def restore_all(config: Config, to_dir: Path) -> list[Path]:
-    root = Root(config.root)
-    return [path for session in root.sessions() for path in restore_session(root, session, to_dir)]
+    store = open_root(config)
+    return [
+        path
+        for session in store.sessions()
+        for path in restore_session(store.session(session), to_dir)
+    ]
 
 
 def assert_restored(projects: Path, to_dir: Path, written: list[Path]) -> None:
@@ -82,7 +94,7 @@ def test_a_session_comes_back_byte_for_byte(tmp_path: Path) -> None:
     (agents / "agent-a1.meta.json").write_bytes(b'{"agentType":"Plan"}')
     land(config)
     to_dir = tmp_path / "back"
-    written = restore_session(Root(config.root), SESSION, to_dir)
+    written = restore_session(session_of(config), to_dir)
     assert sorted(path.relative_to(to_dir).as_posix() for path in written) == [
         f"{PROJECT}/{SESSION}.jsonl",
         f"{PROJECT}/{SESSION}/subagents/agent-a1.jsonl",
@@ -94,7 +106,7 @@ def test_a_session_comes_back_byte_for_byte(tmp_path: Path) -> None:
         b'{"agentType":"Plan"}'
     )
     # Restoring again over identical files is fine.
-    assert len(restore_session(Root(config.root), SESSION, to_dir)) == 3
+    assert len(restore_session(session_of(config), to_dir)) == 3
 
 
 def test_a_deleted_transcript_is_given_back(tmp_path: Path) -> None:
@@ -106,7 +118,7 @@ def test_a_deleted_transcript_is_given_back(tmp_path: Path) -> None:
     land(config)
     main.unlink()
     land(config)
-    (written,) = restore_session(Root(config.root), SESSION, config.projects_dir)
+    (written,) = restore_session(session_of(config), config.projects_dir)
     assert written == main and main.read_bytes() == original
     # Put back where it was, it is the same transcript again: nothing re-lands.
     assert land(config) == 0
@@ -127,7 +139,7 @@ def test_an_existing_file_with_other_bytes_is_left_and_reported(tmp_path: Path) 
     (to_dir / PROJECT).mkdir(parents=True)
     (to_dir / PROJECT / f"{SESSION}.jsonl").write_bytes(b"mine\n")
     with pytest.raises(RestoreRefused) as refused:
-        restore_session(Root(config.root), SESSION, to_dir)
+        restore_session(session_of(config), to_dir)
     assert (to_dir / PROJECT / f"{SESSION}.jsonl").read_bytes() == b"mine\n"
     assert refused.value.written == [to_dir / PROJECT / SESSION / "subagents" / "agent-a1.jsonl"]
     assert "exists with other bytes" in refused.value.refused[0]
@@ -145,15 +157,15 @@ def test_a_link_in_the_way_is_refused(tmp_path: Path) -> None:
     elsewhere.mkdir()
     (to_dir / PROJECT).symlink_to(elsewhere)
     with pytest.raises(RestoreRefused) as refused:
-        restore_session(Root(config.root), SESSION, to_dir)
+        restore_session(session_of(config), to_dir)
     assert "link" in str(refused.value) and not list(elsewhere.iterdir())
 
 
 @pytest.mark.parametrize("source", ["/etc/evil.jsonl", "../evil.jsonl", "a/../../evil.jsonl"])
 def test_a_landed_path_leaving_the_target_is_refused(tmp_path: Path, source: str) -> None:
-    root = Root(tmp_path / "root")
+    store = open_store(tmp_path / "root")
     header = {
-        "kind": TRANSCRIPT,
+        "kind": TRANSCRIPT_KIND,
         "session": SESSION,
         "seq": 1,
         "source": source,
@@ -161,13 +173,14 @@ def test_a_landed_path_leaving_the_target_is_refused(tmp_path: Path, source: str
         "shape": "append",
     }
     meta = {"off": 0, "line": 1, "lines": 1, "sha256": "0" * 64}
-    directory = root.transcripts_dir(SESSION) / stream_key(source)
+    directory = Path(store.location) / stream_dir(SESSION, source)
     publish_new(
-        directory / Root.landed_name(TRANSCRIPT, 1), encode_file(header, [(meta, b"x\n")], "none")
+        directory / landed_name(TRANSCRIPT_KIND, 1),
+        encode_file(header, [(meta, b"x\n")], "none"),
     )
     to_dir = tmp_path / "back" / "inner"
     with pytest.raises(RestoreRefused) as refused:
-        restore_session(root, SESSION, to_dir)
+        restore_session(store.session(SESSION), to_dir)
     assert refused.value.written == [] and "outside" in refused.value.refused[0]
     assert [p for p in (tmp_path / "back").rglob("*") if p.is_file()] == []
     assert not Path("/etc/evil.jsonl").exists()
@@ -185,12 +198,17 @@ def test_a_lost_window_is_reported_not_papered_over(tmp_path: Path) -> None:
     main.parent.mkdir(parents=True)
     main.write_bytes(b"".join(line(n) + b" " * 300 + b"\n" for n in range(50)))
     land(config)
-    root = Root(config.root)
-    files = root.landed(root.transcripts_dir(SESSION) / stream_key(f"{PROJECT}/{SESSION}.jsonl"))
-    files[1].path.unlink()
+    session = session_of(config)
+    files = session.landed_in(stream_dir(SESSION, f"{PROJECT}/{SESSION}.jsonl"))
+    windows = [window for _name, window in session.windows(files[:3])]
+    assert len(windows) == 3
+    (Path(session.store.location) / files[1].path).unlink()
     with pytest.raises(RestoreRefused) as refused:
-        restore_session(root, SESSION, tmp_path / "back")
-    assert "never landed" in refused.value.refused[0]
+        restore_session(session_of(config), tmp_path / "back")
+    # The gap is named: the bytes of the lost window never landed before the next one.
+    gap = f"starts at byte {windows[2].off}, past the {windows[0].end} bytes landed before it"
+    assert gap in refused.value.refused[0]
+    assert files[2].name in refused.value.refused[0]
     assert not (tmp_path / "back" / PROJECT / f"{SESSION}.jsonl").exists()
 
 

@@ -36,10 +36,8 @@ from harness import (
 )
 
 from asz.config import DEFAULT_LISTEN, load_config
-from asz.store.codec import CodecError
+from asz.store import BodyNotFound, CodecError, open_store
 from asz.store.framing import ZSTD_MAGIC
-from asz.store.reader import BodyNotFound, SessionReader
-from asz.store.root import Root
 
 MARKER = b"Zq7xSECRETxY"
 """Written into every body and every transcript line; must never leave the landed files."""
@@ -302,7 +300,7 @@ def test_no_body_or_transcript_content_reaches_logs_metrics_or_health(
         def caught_up() -> bool:
             # Whichever pass landed it (the first scan may already see the late writes).
             try:
-                SessionReader(Root(ws.root), landed["session"]).body(landed["id"])
+                open_store(ws.root).open_session(landed["session"]).body(landed["id"])
             except (BodyNotFound, CodecError):
                 return False
             return True

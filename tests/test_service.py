@@ -31,9 +31,9 @@ from asz.daemon.settle import (
     UNREADABLE_MARGIN,
     BodyCheck,
     Kind,
+    Readiness,
     SettleQueue,
     SourcePaths,
-    Verdict,
     check_body,
 )
 from asz.daemon.watcher import EventKind, Target, Watcher, WatchEvent
@@ -283,8 +283,8 @@ def test_a_body_that_parses_is_taken_and_one_that_does_not_waits_for_the_unreada
     for name in ("good", "half"):
         queue.changed(name, Kind.BODY, now=0.0)
     assert queue.take_due(1.0) == (0, ["good", "half"])
-    assert queue.judge("good", BodyCheck(Verdict.TAKE), checked_at=1.0)
-    assert not queue.judge("half", BodyCheck(Verdict.WAIT, age=1.0), checked_at=1.0)
+    assert queue.judge("good", BodyCheck(Readiness.TAKE), checked_at=1.0)
+    assert not queue.judge("half", BodyCheck(Readiness.WAIT, age=1.0), checked_at=1.0)
     assert len(queue) == 1
     due = queue.next_deadline()
     assert due == pytest.approx(1.0 + 119.0 + UNREADABLE_MARGIN)
@@ -297,33 +297,33 @@ def test_a_write_during_a_check_makes_the_check_stale() -> None:
     queue.changed("x", Kind.BODY, now=0.0)
     assert queue.take_due(1.0) == (0, ["x"])
     queue.changed("x", Kind.BODY, now=1.2)
-    assert not queue.judge("x", BodyCheck(Verdict.TAKE), checked_at=1.0)
+    assert not queue.judge("x", BodyCheck(Readiness.TAKE), checked_at=1.0)
     assert queue.take_due(2.2) == (0, ["x"]), "the newer write gets its own check"
-    assert queue.judge("x", BodyCheck(Verdict.TAKE), checked_at=2.2)
+    assert queue.judge("x", BodyCheck(Readiness.TAKE), checked_at=2.2)
 
 
 def test_a_parked_body_that_changes_again_is_checked_again() -> None:
     queue = SettleQueue(settle_seconds=1.0, unreadable_after=120.0, max_wait=10.0)
     queue.changed("x", Kind.BODY, now=0.0)
     queue.take_due(1.0)
-    queue.judge("x", BodyCheck(Verdict.WAIT, age=1.0), checked_at=1.0)
+    queue.judge("x", BodyCheck(Readiness.WAIT, age=1.0), checked_at=1.0)
     queue.changed("x", Kind.BODY, now=5.0)
     assert queue.take_due(6.0) == (0, ["x"])
-    assert queue.judge("x", BodyCheck(Verdict.TAKE), checked_at=6.0)
+    assert queue.judge("x", BodyCheck(Readiness.TAKE), checked_at=6.0)
 
 
 def test_a_body_already_old_enough_to_be_unreadable_is_taken_at_once() -> None:
     queue = SettleQueue(settle_seconds=1.0, unreadable_after=120.0, max_wait=10.0)
     queue.changed("old", Kind.BODY, now=0.0)
     queue.take_due(1.0)
-    assert queue.judge("old", BodyCheck(Verdict.WAIT, age=500.0), checked_at=1.0)
+    assert queue.judge("old", BodyCheck(Readiness.WAIT, age=500.0), checked_at=1.0)
 
 
 def test_a_vanished_body_is_dropped() -> None:
     queue = SettleQueue(settle_seconds=1.0, unreadable_after=120.0, max_wait=10.0)
     queue.changed("x", Kind.BODY, now=0.0)
     queue.take_due(1.0)
-    assert not queue.judge("x", BodyCheck(Verdict.GONE), checked_at=1.0)
+    assert not queue.judge("x", BodyCheck(Readiness.GONE), checked_at=1.0)
     queue.changed("y", Kind.LINES, now=0.0)
     queue.forget("y")
     assert len(queue) == 0 and queue.next_deadline() is None
@@ -352,15 +352,15 @@ def test_a_transcript_that_never_goes_quiet_is_taken_by_max_wait(gaps: list[floa
 def test_check_body_reads_real_files(tmp_path: Path) -> None:
     complete = tmp_path / "a.request.json"
     complete.write_bytes(request_body(A, "x"))
-    assert check_body(complete).verdict is Verdict.TAKE
+    assert check_body(complete).readiness is Readiness.TAKE
     half = tmp_path / "b.request.json"
     half.write_bytes(request_body(A, "x")[:100])
     check = check_body(half)
-    assert check.verdict is Verdict.WAIT and 0 <= check.age < 60
+    assert check.readiness is Readiness.WAIT and 0 <= check.age < 60
     bad_utf8 = tmp_path / "c.response.json"
     bad_utf8.write_bytes(b'{"id":"msg_1","text":"\xff\xfe"}')
-    assert check_body(bad_utf8).verdict is Verdict.TAKE, "invalid UTF-8 in a string is complete"
-    assert check_body(tmp_path / "gone.request.json").verdict is Verdict.GONE
+    assert check_body(bad_utf8).readiness is Readiness.TAKE, "invalid UTF-8 in a string is complete"
+    assert check_body(tmp_path / "gone.request.json").readiness is Readiness.GONE
 
 
 def test_source_paths_tell_bodies_and_transcripts_from_everything_else(tmp_path: Path) -> None:

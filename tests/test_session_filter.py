@@ -13,6 +13,7 @@ from asz.adapters.claude_code_local import collect_transcripts
 from asz.adapters.discovery import discover
 from asz.adapters.session_filter import Matcher, Pattern, SessionJudge, Verdict, encode_cwd
 from asz.config import DEFAULT_EXCLUDE, AdapterConfig, Adapters, Config, SessionFilter
+from asz.store import Store, open_store
 from asz.store.root import Root, collector_lock
 
 SESSION = "11111111-2222-4333-8444-555555555555"
@@ -38,14 +39,17 @@ def write_session(config: Config, project: str, session: str = SESSION, cwd: str
     return path
 
 
+def open_root(config: Config) -> Store:
+    return open_store(config.root, compression=config.compression)
+
+
 def judge(config: Config, session: str = SESSION) -> Verdict:
-    return SessionJudge(config, Root(config.root)).judge(session)
+    return SessionJudge(config, open_root(config)).judge(session)
 
 
 def land(config: Config) -> None:
-    root = Root(config.root)
-    with collector_lock(root):
-        collect_transcripts(config, root)
+    with collector_lock(Root(config.root)):
+        collect_transcripts(config, open_root(config))
 
 
 def test_encoding_follows_claude_code() -> None:
@@ -121,7 +125,7 @@ def test_a_session_is_judged_by_its_cwd_before_anything_landed(tmp_path: Path) -
     assert judge(config) is Verdict.EXCLUDE
     assert judge(config, OTHER) is Verdict.COLLECT
     land(config)
-    assert Root(config.root).sessions() == [OTHER]
+    assert open_root(config).sessions() == [OTHER]
 
 
 def test_the_main_dir_decides_even_when_subagents_sit_elsewhere(tmp_path: Path) -> None:
@@ -180,7 +184,7 @@ def test_a_session_nothing_names_a_dir_for_waits(tmp_path: Path) -> None:
     config = make_config(tmp_path)
     assert judge(config) is Verdict.WAIT
     assert judge(config, "not-a-session") is Verdict.EXCLUDE
-    assert not (Root(config.root).path / SESSION).exists()
+    assert not (config.root / SESSION).exists()
 
 
 def test_a_judge_given_the_discovery_uses_it(tmp_path: Path) -> None:
@@ -188,6 +192,6 @@ def test_a_judge_given_the_discovery_uses_it(tmp_path: Path) -> None:
     write_session(config, "-home-me")
     discovered = discover(config.projects_dir).sessions
     shutil.rmtree(config.projects_dir)
-    judge_ = SessionJudge(config, Root(config.root), discovered)
+    judge_ = SessionJudge(config, open_root(config), discovered)
     assert judge_.judge(SESSION) is Verdict.COLLECT
-    assert SessionJudge(config, Root(config.root)).judge(SESSION) is Verdict.WAIT
+    assert SessionJudge(config, open_root(config)).judge(SESSION) is Verdict.WAIT

@@ -12,15 +12,12 @@ import orjson
 import pytest
 from test_joins import MAIN_STREAM, SESSION, SYSTEM_PROMPT, HandMade, chain, user_message
 
-from asz.store.codec import CodecError
-from asz.store.framing import read_file
-from asz.store.reader import BodyNotFound, SessionReader
-from asz.store.root import Root
+from asz.store import BODY_KIND, BodyNotFound, CodecError, Store, open_store
 from asz.synth import SynthOptions, synthesize
 from asz.view import build_view
 
 
-def made_session(tmp_path: Path) -> tuple[HandMade, Root]:
+def made_session(tmp_path: Path) -> tuple[HandMade, Store]:
     """Two prompts in the main stream, a subagent started by the second, a compaction, a
     call whose response never landed, a title request, and a synthetic call."""
     made = HandMade(tmp_path)
@@ -50,8 +47,8 @@ def made_session(tmp_path: Path) -> tuple[HandMade, Root]:
 
 
 def test_the_document_describes_the_session_by_reference(tmp_path: Path) -> None:
-    _made, root = made_session(tmp_path)
-    doc = build_view(root, SESSION)
+    _made, store = made_session(tmp_path)
+    doc = build_view(store.session(SESSION))
     assert doc["schema"] == "asz.view/1"
     session = doc["session"]
     assert session["id"] == SESSION
@@ -113,13 +110,14 @@ def test_the_document_describes_the_session_by_reference(tmp_path: Path) -> None
 
 
 def test_every_reference_names_the_landed_record_and_no_body_is_carried(tmp_path: Path) -> None:
-    _made, root = made_session(tmp_path)
-    doc = build_view(root, SESSION)
-    files = {item.path.name: item for item in root.landed(root.bodies_dir(SESSION))}
+    _made, store = made_session(tmp_path)
+    session = store.session(SESSION)
+    doc = build_view(session)
+    files = {name.name: name for name in session.landed(BODY_KIND)}
     refs = [body for call in doc["calls"] for body in call["provider_bodies"]]
     assert len(refs) == 9
     for body in refs:
-        landed = read_file(files[body["ref"]["file"]].path)
+        landed = session.read(files[body["ref"]["file"]])
         assert landed.seq == body["ref"]["seq"]
         meta = landed.records[body["ref"]["row"] - 1].meta
         assert (meta["id"], meta["role"]) == (body["id"], body["role"])
@@ -137,25 +135,26 @@ def test_the_view_rebuilds_no_request(tmp_path: Path) -> None:
     made.prompt(MAIN_STREAM, "p1")
     made.call(MAIN_STREAM, "msg_1", "req_1")
     made.request("p1")
-    root = made.land()
-    lost = root.landed(root.bodies_dir(SESSION))
+    store = made.land()
+    lost = store.session(SESSION).landed(BODY_KIND)
     made.response("req_1", "msg_1")
     quoted = "a long quoted passage " * 60
     made.call(MAIN_STREAM, "msg_2", "req_2")
     second = made.request("p1", "req_1", [user_message("do it"), user_message(quoted)])
     made.response("req_2", "msg_2", content=[{"type": "text", "text": quoted}])
     made.land()
-    for item in lost:
-        item.path.unlink()
+    for name in lost:
+        (Path(store.location) / name.path).unlink()
     with pytest.raises((BodyNotFound, CodecError)):
-        SessionReader(root, SESSION).body(second)
+        store.session(SESSION).body(second)
 
-    doc = build_view(root, SESSION)
+    session = store.session(SESSION)
+    doc = build_view(session)
     assert doc["problems"] == []
     [call] = [call for call in doc["calls"] if call["message_id"] == "msg_2"]
     assert [body["id"] for body in call["provider_bodies"]] == [second, "req_2.response"]
     assert call["usage"] == {"input_tokens": 5, "output_tokens": 7}
-    response = read_file(root.landed(root.bodies_dir(SESSION))[0].path).records[-1]
+    response = session.read(session.landed(BODY_KIND)[0]).records[-1]
     assert any(seg[0] == "ref" for seg in response.meta["segs"])
 
 
@@ -168,7 +167,7 @@ def test_real_transcripts_with_a_subagent_and_a_compaction(
     done = run_asz("collect", "--once", "--root", str(root), env={"CLAUDE_CONFIG_DIR": str(claude)})
     assert done.returncode == 0, done.stderr
     session = "4d5611e5-241a-462a-8d15-5122611a9569"
-    doc = build_view(Root(root), session)
+    doc = build_view(open_store(root).session(session))
 
     # Every distinct message id of the assistant lines is one call, in its own stream.
     expected: Counter[str] = Counter()
@@ -197,20 +196,20 @@ def test_real_transcripts_with_a_subagent_and_a_compaction(
     assert doc["summary"]["bodies_landed"] == 0
 
 
-def land_synth(tmp_path: Path, run_asz: Any, options: SynthOptions) -> tuple[Root, dict]:
+def land_synth(tmp_path: Path, run_asz: Any, options: SynthOptions) -> tuple[Store, dict]:
     """A synthetic capture landed by one real ``asz collect --once`` pass; its expected.json."""
     claude = tmp_path / "claude"
     expected = synthesize(claude, options)
     root = tmp_path / "root"
     done = run_asz("collect", "--once", "--root", str(root), env={"CLAUDE_CONFIG_DIR": str(claude)})
     assert done.returncode == 0, done.stderr
-    return Root(root), expected
+    return open_store(root), expected
 
 
-def check_synth_view(root: Root, expected: dict) -> None:
+def check_synth_view(store: Store, expected: dict) -> None:
     """Every join expected.json states is made, at the right call, and no other."""
     for session in expected["sessions"]:
-        doc = build_view(root, session["id"])
+        doc = build_view(store.session(session["id"]))
         assert doc["problems"] == []
         listed = {
             body["id"]: (call["message_id"], body["role"])
@@ -253,16 +252,16 @@ def check_synth_view(root: Root, expected: dict) -> None:
 
 
 def test_a_synthetic_capture_joins_exactly_as_expected(tmp_path: Path, run_asz: Any) -> None:
-    root, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=5, subagents=2))
+    store, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=5, subagents=2))
     assert any(
         stream["kind"] == "subagent" for s in expected["sessions"] for stream in s["streams"]
     )
-    check_synth_view(root, expected)
+    check_synth_view(store, expected)
 
 
 def test_a_synthetic_capture_with_its_index_joins_as_expected(tmp_path: Path, run_asz: Any) -> None:
     options = SynthOptions(seed=9, sessions=1, subagents=2, uuid_responses=2, index=True)
-    root, expected = land_synth(tmp_path, run_asz, options)
-    check_synth_view(root, expected)
-    doc = build_view(root, expected["sessions"][0]["id"])
+    store, expected = land_synth(tmp_path, run_asz, options)
+    check_synth_view(store, expected)
+    doc = build_view(store.session(expected["sessions"][0]["id"]))
     assert doc["summary"]["requests_joined_through_index"] == doc["summary"]["requests_joined"]

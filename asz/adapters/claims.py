@@ -173,8 +173,8 @@ class Claimer:
             session = self._index[name]
             return Claim(session, By.INDEX) if is_session_id(session) else UNCLAIMED
         if role == "request":
-            session = keys.session
-            return Claim(session, By.REQUEST) if session and is_session_id(session) else UNCLAIMED
+            named = keys.session
+            return Claim(named, By.REQUEST) if named and is_session_id(named) else UNCLAIMED
         namer = self._book.namer(keys.request_id) if keys.request_id else None
         if namer is not None:
             return Claim(namer, By.REQUEST) if namer != SEVERAL else UNCLAIMED

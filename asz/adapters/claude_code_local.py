@@ -15,60 +15,60 @@ import structlog
 
 from asz.adapters.discovery import Discovery, discover
 from asz.adapters.landing_workers import backlog_bytes, land_in_workers, worker_count
-from asz.adapters.local_landing import LocalResult, land_sessions
+from asz.adapters.local_landing import land_sessions
 from asz.adapters.session_filter import SessionJudge, Verdict
+from asz.adapters.transcript_cursors import mark_gone
 from asz.config import Config
-from asz.store.root import Root
-from asz.store.transcripts import mark_gone, stream_dirs, transcript_check
-
-__all__ = ["LocalResult", "collect_transcripts", "transcript_check"]
+from asz.store import Store
+from asz.tally import Tally
 
 log = structlog.get_logger(__name__)
 
 
-def collect_transcripts(config: Config, root: Root) -> LocalResult:
+def collect_transcripts(config: Config, store: Store) -> Tally:
     """One pass over the projects directory; lands what is new in every collected session.
 
     A large backlog lands in worker processes, anything else in this one (see
     :mod:`asz.adapters.landing_workers`). Results are merged in session order, so a pass
     reports the same way every time.
     """
-    result = LocalResult()
+    result = Tally()
     found = discover(config.projects_dir)
     result.errors += found.errors
-    result.unattributed = len(found.unattributed)
-    judge = SessionJudge(config, root, found.sessions)
+    result.transcripts_unattributed = len(found.unattributed)
+    judge = SessionJudge(config, store, found.sessions)
     collected = []
     for session in sorted(found.sessions):
         if judge.judge(session) is Verdict.COLLECT:
             collected.append(found.sessions[session])
         else:
-            result.excluded_sessions += 1
-    backlog = backlog_bytes(root, collected)
+            result.sessions_excluded += 1
+    backlog = backlog_bytes(store, collected)
     workers = worker_count(backlog, len(collected))
     if workers:
         log.info("landing a backlog in worker processes", workers=workers, backlog_bytes=backlog)
-        landed = land_in_workers(config, root, collected, workers)
+        landed = land_in_workers(config, store, collected, workers)
     else:
-        landed = land_sessions(config, root, collected)
+        landed = land_sessions(config, store, collected)
     for session in sorted(landed):
-        result.merge(landed[session])
+        result.add(landed[session])
     for relpath, reason in result.new_conflicts:
         log.warning("transcript conflict", source=relpath, reason=reason)
-    _mark_gone(root, found, {session.session for session in collected})
+    _mark_gone(store, found, {session.session for session in collected})
     return result
 
 
-def _mark_gone(root: Root, found: Discovery, collected: set[str]) -> None:
+def _mark_gone(store: Store, found: Discovery, collected: set[str]) -> None:
     """Marks the landed streams whose source this pass did not find.
 
     Sessions the filter excluded are left alone: their sources were not looked at.
     """
-    for session in root.sessions():
-        discovered = found.sessions.get(session)
-        if discovered is not None and session not in collected:
+    for session_id in store.sessions():
+        discovered = found.sessions.get(session_id)
+        if discovered is not None and session_id not in collected:
             continue
         present = {source.key for source in discovered.sources} if discovered else set()
-        for directory in stream_dirs(root, session):
-            if directory.name not in present:
-                mark_gone(directory)
+        session = store.open_session(session_id)
+        for directory in session.stream_dirs():
+            if directory.rsplit("/", 1)[-1] not in present:
+                mark_gone(session, directory)

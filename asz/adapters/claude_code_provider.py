@@ -20,141 +20,57 @@ Waiting and unreadable bodies never fail a pass; conflicts and errors do.
 from __future__ import annotations
 
 import hashlib
-import os
-import sqlite3
-import stat
 import time
-from collections import Counter
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 from asz.adapters.claims import Claimer, RequestBook
 from asz.adapters.provider_index import sync_index
+from asz.adapters.provider_landing import ClaimedLanding
+from asz.adapters.provider_ledger import (
+    CONFLICTING,
+    Ledger,
+    LedgerEntry,
+    State,
+)
 from asz.adapters.provider_source import (
-    Listing,
     NotReadable,
     SourceFile,
     TooLarge,
     list_sources,
     look_at_json,
-    parse_body_name,
     read_body,
 )
+from asz.adapters.provider_state import QUIET_NS, ProviderState, file_mark, look_again
 from asz.adapters.session_filter import SessionJudge, Verdict
 from asz.bodykeys import is_session_id, keys_of, read_keys
 from asz.config import Config
+from asz.store import BODY_KIND
 from asz.store.atomic import DirSyncs
-from asz.store.bodies import BodyStore, IncomingBody, ReadBackError
-from asz.store.codec import CodecError
+from asz.store.bodies import BodyLander
 from asz.store.crashpoints import crash_point
-from asz.store.framing import LandedFileError
-from asz.store.ledger import (
-    CONFLICTING,
-    Ledger,
-    LedgerEntry,
-    State,
-    ledger_path,
-    load_ledger,
-    open_ledger,
-)
 from asz.store.root import Root
-from asz.store.session_facts import facts_path, load_facts
+from asz.store.session_facts import facts_path
+from asz.tally import Tally
 
-LAND_BYTES = 64 * 1024 * 1024
-"""Source bytes handed to the store in one call; a session with more lands in several calls,
-so memory stays bounded whatever the backlog."""
 KEEP_BYTES = 64 * 1024 * 1024
 """Bodies read while judging that are kept for landing instead of being read a second time."""
 SEARCH_AGAIN_NS = 24 * 3600 * 1_000_000_000
 """How long an unclaimed response goes without its transcripts searched again, at most."""
-QUIET_NS = 1_000_000_000
-"""How long the bodies directory must have gone unchanged before a listing of it is trusted
-to stand until its mtime moves."""
-
-
-@dataclass(slots=True)
-class ProviderResult:
-    """What one pass did; ``sessions`` are those where anything landed."""
-
-    sessions: set[str] = field(default_factory=set)
-    bodies_landed: int = 0
-    records: int = 0
-    files: int = 0
-    source_bytes: int = 0
-    landed_bytes: int = 0
-    waiting: int = 0
-    unreadable: int = 0
-    excluded: int = 0
-    conflicts: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-
-class ProviderState:
-    """What the adapter keeps from one pass to the next in one process.
-
-    The open ledger: reading every entry's stat again costs more than the rest of an idle pass
-    over a large directory. And the files the last pass left unsettled (anything but landed
-    at the stat it was judged at), so that a pass told which files changed looks at those and
-    these only. ``asz collect --once`` starts from a fresh state and closes it; the service
-    keeps one for its life. A pass that fails forgets everything, so the next one reopens the
-    ledger as last saved and lists the directory again.
-    """
-
-    def __init__(self) -> None:
-        self._ledger: Ledger | None = None
-        self._mark: tuple[int, ...] | None = None
-        self.unsettled: dict[str, SourceFile] | None = None
-        """None until a pass listed the whole directory."""
-        self.listed: tuple[int, ...] | None = None
-        """The directory's mark when it was last listed, if it had been quiet for a while."""
-
-    def check(self, root: Root) -> None:
-        """Forgets everything when the ledger's file is not the one this state last saved
-        (replaced, removed or written by anything else): the files must be judged afresh."""
-        if self._ledger is not None and self._mark != _file_mark(ledger_path(root)):
-            self.close()
-
-    def ledger(self, root: Root) -> Ledger:
-        if self._ledger is None:
-            self._ledger = load_ledger(root)
-            self.saved(root)
-        return self._ledger
-
-    def saved(self, root: Root) -> None:
-        self._mark = _file_mark(ledger_path(root))
-
-    def unmoved(self, directory: Path, root: Root) -> bool:
-        """Whether no file came or went in ``directory`` since it was last listed (its mtime
-        says so), and every session holding landed bodies still has them (else those bodies
-        are read and landed again, which only a listing finds)."""
-        if self.listed is None or self.listed != _file_mark(directory):
-            return False
-        return all(
-            is_session_id(session) and root.bodies_dir(session).is_dir()
-            for session in self.ledger(root).landed_sessions()
-        )
-
-    def close(self) -> None:
-        """Closes the ledger (what was not saved is rolled back) and forgets the listing."""
-        if self._ledger is not None:
-            self._ledger.close()
-        self._ledger = None
-        self.unsettled = None
-        self.listed = None
 
 
 def collect_bodies(
     config: Config,
     root: Root,
-    store: BodyStore,
+    bodies: BodyLander,
     judge: SessionJudge,
     now: float | None = None,
     *,
     state: ProviderState | None = None,
     changed: Collection[str] | None = None,
     rescan: bool = False,
-) -> ProviderResult:
+) -> Tally:
     """One pass over the bodies directory; the caller holds the root's collector lock.
 
     ``changed``: the names of the files that may have changed since the last pass with this
@@ -167,7 +83,7 @@ def collect_bodies(
     state = state or ProviderState()
     try:
         return _collect(
-            config, root, store, judge, now=now, state=state, changed=changed, rescan=rescan
+            config, root, bodies, judge, now=now, state=state, changed=changed, rescan=rescan
         )
     except BaseException:
         state.close()
@@ -180,22 +96,22 @@ def collect_bodies(
 def _collect(
     config: Config,
     root: Root,
-    store: BodyStore,
+    bodies: BodyLander,
     judge: SessionJudge,
     *,
     now: float | None,
     state: ProviderState,
     changed: Collection[str] | None,
     rescan: bool,
-) -> ProviderResult:
+) -> Tally:
     directory = config.bodies_dir
     state.check(root)
     if (
         changed is None
         or state.unsettled is None
-        or (rescan and not state.unmoved(directory, root))
+        or (rescan and not state.unmoved(directory, bodies, root))
     ):
-        listed_at, mark = time.time_ns(), _file_mark(directory)
+        listed_at, mark = time.time_ns(), file_mark(directory)
         listing = list_sources(directory)
         looked_for = None
         # A directory whose entries changed within the clock's grain of its listing could
@@ -203,16 +119,16 @@ def _collect(
         state.listed = mark if mark and listed_at - mark[3] >= QUIET_NS else None
     else:
         looked_for = state.unsettled.keys() | changed
-        listing = _look_again(directory, looked_for)
-    result = ProviderResult(errors=list(listing.errors))
+        listing = look_again(directory, looked_for)
+    result = Tally(errors=list(listing.errors))
     if not listing.exists:
         state.unsettled = None
         return result
-    ledger = state.ledger(root)
+    ledger = state.ledger(bodies, root)
     result.errors += ledger.problems
     ledger.problems = []
     present = {source.name for source in listing.files}
-    run = _Pass(config, root, store, judge, ledger, now=now, result=result)
+    run = _Pass(config, root, bodies, judge, ledger, now=now, result=result)
     try:
         run.index(directory)
         run.look(listing.files, (ledger.names() if looked_for is None else looked_for) - present)
@@ -229,41 +145,6 @@ def _collect(
     return result
 
 
-def _look_again(directory: Path, names: Iterable[str]) -> Listing:
-    """The files of ``names`` that are there, as ``list_sources`` would list them, with one
-    ``lstat`` each; a name no longer there (or no longer a regular file) is left out."""
-    try:
-        exists = stat.S_ISDIR(os.stat(directory).st_mode)
-    except (FileNotFoundError, NotADirectoryError):
-        exists = False
-    listing = Listing(exists=exists)
-    if not exists:
-        return listing
-    for name in sorted(names):
-        parsed = parse_body_name(name)
-        if parsed is None:
-            continue
-        try:
-            info = os.lstat(directory / name)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        except OSError as err:
-            listing.errors.append(f"{name}: cannot be looked at: {err.strerror}")
-            continue
-        if stat.S_ISREG(info.st_mode):
-            listing.files.append(SourceFile(name, parsed[1], info.st_size, info.st_mtime_ns))
-    return listing
-
-
-def _file_mark(path: Path) -> tuple[int, ...] | None:
-    """What changes whenever anything writes, replaces or removes the file at ``path``."""
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-
-
 class _Pass:
     """One pass's view: what the ledger said, what was read, and what is known about each
     session, each asked once."""
@@ -272,16 +153,16 @@ class _Pass:
         self,
         config: Config,
         root: Root,
-        store: BodyStore,
+        bodies: BodyLander,
         judge: SessionJudge,
         ledger: Ledger,
         *,
         now: float | None,
-        result: ProviderResult,
+        result: Tally,
     ) -> None:
         self.config = config
         self.root = root
-        self.store = store
+        self.bodies = bodies
         self.judge = judge
         self.result = result
         self.directory = config.bodies_dir
@@ -313,29 +194,20 @@ class _Pass:
         """Whether a landed entry of ``session`` is still trusted: its bodies are still there."""
         if session not in self._has_bodies:
             self._has_bodies[session] = is_session_id(session) and (
-                self.root.bodies_dir(session).is_dir()
+                (self.root.session_dir(session) / BODY_KIND).is_dir()
             )
         return self._has_bodies[session]
 
     def calls_of(self, session: str) -> Iterable[str]:
         """The message ids the session's landed transcripts record (asked once per session)."""
-        return load_facts(self.root, session).calls
+        return self.bodies.store.open_session(session).facts().calls
 
     # The steps of a pass.
 
     def index(self, directory: Path) -> None:
-        found = sync_index(
-            directory, self.root, self.judge.judge, self.budget, self.config.compression
-        )
+        found = sync_index(directory, self.bodies.store, self.judge.judge, self.budget)
         self.index_claims = found.claims
-        result = self.result
-        result.sessions |= found.sessions
-        result.records += found.lines_landed
-        result.files += found.files
-        result.source_bytes += found.source_bytes
-        result.landed_bytes += found.landed_bytes
-        result.conflicts += found.conflicts
-        result.errors += found.errors
+        self.result.add(found.tally)
 
     def look(self, files: list[SourceFile], gone: set[str]) -> None:
         """Answers each file from the ledger where its stat allows, else reads it, and forgets
@@ -361,7 +233,7 @@ class _Pass:
         if state == State.LANDED:
             return self.has_bodies(session)
         if state == State.UNREADABLE:
-            self.result.unreadable += 1
+            self.result.bodies_unreadable += 1
         elif state in CONFLICTING:
             self._conflict(name, state, session)
         elif state in (State.WAITING, State.EXCLUDED):
@@ -380,7 +252,7 @@ class _Pass:
             return
         except NotReadable as err:
             if err.kind == "changing":
-                self.result.waiting += 1
+                self.result.bodies_waiting += 1
             elif err.kind == "failed":
                 self.result.errors.append(f"{source.name} {err.why}")
             return
@@ -393,12 +265,12 @@ class _Pass:
             if self.now_ns - mtime_ns < self.settle_ns:
                 # Probably still being written: left alone, and looked at again next pass.
                 self.ledger.drop(source.name)
-                self.result.waiting += 1
+                self.result.bodies_waiting += 1
             else:
                 self.ledger.put(
                     LedgerEntry(source.name, len(data), mtime_ns, sha256, State.UNREADABLE)
                 )
-                self.result.unreadable += 1
+                self.result.bodies_unreadable += 1
             return
         if look.parsed:
             keys = keys_of(source.role, source.stem, look.value)
@@ -440,7 +312,7 @@ class _Pass:
             )
         else:
             why = f"session {session} already holds this body with other bytes"
-        self.result.conflicts.append(f"{name}: {why}")
+        self.result.conflict_sources.append(f"{name}: {why}")
 
     def _prune(self, gone: set[str]) -> None:
         """Forgets files that are gone, except what is still landed: a landed request keeps
@@ -465,7 +337,7 @@ class _Pass:
         result = self.result
         for name in self.candidates:
             if unchanged and name in self.searched_before and name not in self.index_claims:
-                result.waiting += 1
+                result.bodies_waiting += 1
                 continue
             entry = self.ledger.get(name)
             if entry is None:
@@ -482,12 +354,23 @@ class _Pass:
             self.kept.pop(name, None)
             if verdict is Verdict.EXCLUDE:
                 self.ledger.put(replace(entry, state=State.EXCLUDED, session=session))
-                result.excluded += 1
+                result.bodies_excluded += 1
             else:
                 self.ledger.put(replace(entry, state=State.WAITING, session=session))
-                result.waiting += 1
+                result.bodies_waiting += 1
+        landing = ClaimedLanding(
+            self.directory,
+            self.bodies,
+            self.ledger,
+            self.result,
+            budget=self.budget,
+            syncs=self.syncs,
+            kept=self.kept,
+            objects=self.objects,
+            has_bodies=self._has_bodies,
+        )
         for session in sorted(batches):
-            self._land(session, sorted(batches[session]))
+            landing.land(session, sorted(batches[session]))
 
     def _claimer(self) -> Claimer:
         """The claim rules over every request known (landed, judged before, or read now)."""
@@ -517,141 +400,19 @@ class _Pass:
                 mark = _facts_mark(self.root, session)
                 known = marks.get(session)
                 stale = known is None or known[0] != mark
-                self._facts_checked[session] = stale or self.now_ns - known[1] > SEARCH_AGAIN_NS
+                aged = known is not None and self.now_ns - known[1] > SEARCH_AGAIN_NS
+                self._facts_checked[session] = stale or aged
                 if self._facts_checked[session]:
                     self.ledger.set_facts_mark(session, mark, self.now_ns)
             if self._facts_checked[session]:
                 changed.add(session)
         return changed
 
-    def _land(self, session: str, files: list[tuple[int, str, int]]) -> None:
-        """Lands a session's bodies oldest first (``(mtime_ns, name, size)``), at most
-        ``LAND_BYTES`` of them per call."""
-        chunk: list[str] = []
-        size = 0
-        for _mtime_ns, name, body_size in files:
-            if chunk and size + body_size > LAND_BYTES:
-                self._land_chunk(session, chunk)
-                chunk, size = [], 0
-            chunk.append(name)
-            size += body_size
-        self._land_chunk(session, chunk)
-
-    def _land_chunk(self, session: str, names: list[str]) -> None:
-        incoming: list[IncomingBody] = []
-        entries: dict[str, LedgerEntry] = {}
-        for name in names:
-            entry = self.ledger.get(name)
-            body = self._body(entry) if entry is not None else None
-            if entry is None or body is None:
-                continue
-            record_id = name[: -len(".json")]
-            entries[record_id] = entry
-            incoming.append(
-                IncomingBody(
-                    record_id,
-                    entry.role,
-                    name,
-                    body,
-                    entry.keys,
-                    entry.mtime_ns,
-                    sha256=entry.sha256,
-                    json_object=entry.sha256 in self.objects,
-                )
-            )
-        if not incoming:
-            return
-        result = self.result
-        try:
-            outcome = self.store.land(session, incoming, self.budget, self.syncs)
-        except (OSError, CodecError, ReadBackError, LandedFileError) as err:
-            result.errors.append(f"session {session}: {len(incoming)} bodies not landed: {err}")
-            for entry in entries.values():
-                self.ledger.drop(entry.name)
-            return
-        for record_id in (*outcome.landed, *outcome.repeats):
-            self.ledger.put(replace(entries[record_id], state=State.LANDED, session=session))
-        for record_id, why in outcome.conflicts:
-            self.ledger.put(replace(entries[record_id], state=State.CONFLICT, session=session))
-            result.conflicts.append(f"{entries[record_id].name}: {why}")
-        result.errors += [error for error in outcome.errors if error not in result.errors]
-        result.bodies_landed += len(outcome.landed)
-        result.records += outcome.records
-        result.files += len(outcome.files)
-        result.source_bytes += outcome.source_bytes
-        result.landed_bytes += outcome.landed_bytes
-        if outcome.landed:
-            result.sessions.add(session)
-            self._has_bodies[session] = True
-
-    def _body(self, entry: LedgerEntry) -> bytes | None:
-        """The file's bytes, as judged: kept from the first read, or read again and checked
-        against the digest judged (a file that changed meanwhile is judged again next pass)."""
-        kept = self.kept.pop(entry.name, None)
-        if kept is not None:
-            return kept
-        try:
-            body = read_body(self.directory, entry.name).data
-        except (NotReadable, TooLarge):
-            body = None
-        if body is None or hashlib.sha256(body).hexdigest() != entry.sha256:
-            self.ledger.drop(entry.name)
-            self.result.waiting += 1
-            return None
-        return body
-
 
 def _facts_mark(root: Root, session: str) -> str:
     """What changes whenever the session's transcript facts are saved again."""
     try:
-        info = facts_path(root, session).stat()
+        info = (root.path / facts_path(session)).stat()
     except FileNotFoundError:
         return ""
     return f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
-
-
-def describe_sources(config: Config) -> dict:
-    """What the bodies directory holds, for ``asz sources``: how many requests and responses,
-    and the sessions the requests name (as written). Reads the ledger, never writes it."""
-    directory = config.bodies_dir
-    listing = list_sources(directory)
-    sessions: Counter[str] = Counter()
-    roles: Counter[str] = Counter()
-    ledger = _read_only_ledger(Root(config.root))
-    try:
-        for source in listing.files:
-            roles[source.role] += 1
-            if source.role == "request":
-                session = _named_session(directory, source, ledger)
-                if session:
-                    sessions[session] += 1
-    finally:
-        if ledger is not None:
-            ledger.close()
-    return {
-        "dir": str(directory),
-        "exists": listing.exists,
-        "requests": roles["request"],
-        "responses": roles["response"],
-        "sessions": dict(sorted(sessions.items())),
-    }
-
-
-def _read_only_ledger(root: Root) -> Ledger | None:
-    try:
-        return open_ledger(ledger_path(root), readonly=True)
-    except (sqlite3.Error, ValueError, OSError):
-        return None
-
-
-def _named_session(directory: Path, source: SourceFile, ledger: Ledger | None) -> str | None:
-    """The session a request names: from the ledger while the file is as it was judged."""
-    seen = ledger.judged_at(source.name, source.size, source.mtime_ns) if ledger else None
-    entry = ledger.get(source.name) if ledger and seen else None
-    if entry is not None and entry.sha256:
-        return entry.keys.session
-    try:
-        data = read_body(directory, source.name).data
-    except (NotReadable, TooLarge):
-        return None
-    return read_keys(source.role, source.stem, data).session

@@ -30,13 +30,10 @@ from pathlib import Path
 
 import orjson
 
+from asz.adapters.source_files import FileStat, open_regular
+from asz.adapters.transcript_landing import TranscriptSource
 from asz.bodykeys import is_session_id
-from asz.store.transcripts import (
-    MAIN_STREAM,
-    FileStat,
-    TranscriptSource,
-    open_regular,
-)
+from asz.store import MAIN_STREAM
 
 AGENT_TRANSCRIPT = re.compile(r"^agent-([A-Za-z0-9][A-Za-z0-9_-]*)\.jsonl$")
 AGENT_SIDECAR = re.compile(r"^agent-([A-Za-z0-9][A-Za-z0-9_-]*)\.meta\.json$")
@@ -148,14 +145,12 @@ def _scan_project(directory: Path, project: str, found: Discovery) -> None:
             seen = _regular(entry)
             if seen is None:
                 continue
-            session = first_session(Path(entry.path))
-            if session is None:
+            owner = first_session(Path(entry.path))
+            if owner is None:
                 if seen.size:
                     found.unattributed.append(relpath)
                 continue
-            found.add(
-                TranscriptSource(Path(entry.path), relpath, session, agent.group(1), seen=seen)
-            )
+            found.add(TranscriptSource(Path(entry.path), relpath, owner, agent.group(1), seen=seen))
         elif is_session_id(name) and entry.is_dir(follow_symlinks=False):
             subagents = directory / name / "subagents"
             if _real_dir(subagents):
@@ -193,7 +188,7 @@ def _scan_agents(
 
 def _complete_lines(path: Path, limit: int | None) -> Iterator[bytes]:
     """The complete lines at the start of a regular file, reading at most ``limit`` bytes."""
-    fd = open_regular(path)
+    fd, _info = open_regular(path)
     try:
         pending = b""
         offset = 0

@@ -30,14 +30,16 @@ import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from functools import partial
+from pathlib import Path
 
 import structlog
 
 from asz.adapters.discovery import DiscoveredSession
-from asz.adapters.local_landing import LocalResult, land_sessions
+from asz.adapters.local_landing import land_sessions
 from asz.config import Config
+from asz.store import Store
 from asz.store.atomic import remove_stale_temps
-from asz.store.root import Root
+from asz.tally import Tally
 
 WORKER_MIN_BYTES = 64 * 1024 * 1024
 MAX_WORKERS = 4
@@ -49,14 +51,14 @@ ORPHAN_CHECK_SECONDS = 1.0
 _PR_SET_PDEATHSIG = 1
 
 
-def backlog_bytes(root: Root, sessions: list[DiscoveredSession]) -> int:
+def backlog_bytes(store: Store, sessions: list[DiscoveredSession]) -> int:
     """The bytes of the sources of sessions that have nothing landed yet (one stat each).
 
     Sessions that have landed before are not looked into: a pass of the running service must
     not pay for the estimate, and their growth since the last pass is small.
     """
     return sum(
-        _source_bytes(session) for session in sessions if not root.has_landed(session.session)
+        _source_bytes(session) for session in sessions if not store.has_landed(session.session)
     )
 
 
@@ -68,8 +70,8 @@ def worker_count(backlog: int, sessions: int) -> int:
 
 
 def land_in_workers(
-    config: Config, root: Root, sessions: list[DiscoveredSession], workers: int
-) -> dict[str, LocalResult]:
+    config: Config, store: Store, sessions: list[DiscoveredSession], workers: int
+) -> dict[str, Tally]:
     """Lands ``sessions`` in ``workers`` processes; session id -> what its landing did.
 
     Where worker processes cannot start (no process-shared semaphores in a container without
@@ -77,27 +79,27 @@ def land_in_workers(
     """
     pool = _start_pool(workers)
     if pool is None:
-        return land_sessions(config, root, sessions)
-    results: dict[str, LocalResult] = {}
-    pending: dict[Future[dict[str, LocalResult]], list[DiscoveredSession]] = {}
+        return land_sessions(config, store, sessions)
+    results: dict[str, Tally] = {}
+    pending: dict[Future[dict[str, Tally]], list[DiscoveredSession]] = {}
     broken = False
     with pool:
         for share in _shares(sessions):
-            pending[pool.submit(_land_share, config, root, share, os.getpid())] = share
+            pending[pool.submit(_land_share, config, store, share, os.getpid())] = share
         for future, share in pending.items():
             try:
                 results.update(future.result())
             except BrokenProcessPool:
                 broken = True
                 for session in share:
-                    results[session.session] = LocalResult(
+                    results[session.session] = Tally(
                         errors=[
                             f"{session.session}: the worker landing it stopped; it lands next pass"
                         ]
                     )
     if broken:
         # Every worker is gone: what they left half-written is nobody's any more.
-        remove_stale_temps(root.path)
+        remove_stale_temps(Path(store.location))
     return results
 
 
@@ -174,6 +176,6 @@ def _stop_if_orphaned(collector: int) -> None:
 
 
 def _land_share(
-    config: Config, root: Root, share: list[DiscoveredSession], collector: int
-) -> dict[str, LocalResult]:
-    return land_sessions(config, root, share, before_commit=partial(_stop_if_orphaned, collector))
+    config: Config, store: Store, share: list[DiscoveredSession], collector: int
+) -> dict[str, Tally]:
+    return land_sessions(config, store, share, before_commit=partial(_stop_if_orphaned, collector))

@@ -11,109 +11,51 @@ its sequence file and its facts follow once the batch holding its windows is pub
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from functools import partial
 
 from asz.adapters.discovery import DiscoveredSession
+from asz.adapters.transcript_landing import TranscriptLander
 from asz.config import Config
-from asz.store.atomic import DirSyncs, StagedFiles
-from asz.store.root import Root
+from asz.store import Batch, LandedWindow, Store
+from asz.store.atomic import DirSyncs
 from asz.store.session_facts import FactsBuilder, open_facts, save_facts
-from asz.store.transcripts import LandedWindow, SourceOutcome, TranscriptLander
+from asz.tally import Tally
 
 BATCH_FILES = 64
 BATCH_BYTES = 32 * 1024 * 1024
 
 
-@dataclass(slots=True)
-class LocalResult:
-    """What one pass did; a conflict, an error or a pending source makes the pass incomplete.
-
-    ``sessions`` are those that landed something in this pass; ``source_bytes`` counts the
-    transcript bytes landed and ``landed_bytes`` the bytes of the landed files written.
-    ``new_conflicts`` are the (source, reason) of conflicts found in this pass, for the log.
-    """
-
-    sessions: set[str] = field(default_factory=set)
-    files_landed: int = 0
-    lines_landed: int = 0
-    source_bytes: int = 0
-    landed_bytes: int = 0
-    conflicts: list[str] = field(default_factory=list)
-    new_conflicts: list[tuple[str, str]] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    pending: int = 0
-    unattributed: int = 0
-    excluded_sessions: int = 0
-
-    def merge(self, other: LocalResult) -> None:
-        """Adds the landing counts of ``other`` (one session's part of the pass)."""
-        self.sessions |= other.sessions
-        self.files_landed += other.files_landed
-        self.lines_landed += other.lines_landed
-        self.source_bytes += other.source_bytes
-        self.landed_bytes += other.landed_bytes
-        self.conflicts += other.conflicts
-        self.new_conflicts += other.new_conflicts
-        self.errors += other.errors
-        self.pending += other.pending
-
-    def count(self, session: str, relpath: str, outcome: SourceOutcome) -> None:
-        if outcome.files:
-            self.sessions.add(session)
-        self.files_landed += outcome.files
-        self.lines_landed += outcome.lines
-        self.source_bytes += outcome.source_bytes
-        self.landed_bytes += outcome.landed_bytes
-        self.pending += outcome.pending
-        if outcome.conflict:
-            self.conflicts.append(f"{relpath}: {outcome.conflict}")
-            if outcome.new_conflict:
-                self.new_conflicts.append((relpath, outcome.conflict))
-        if outcome.error:
-            self.errors.append(outcome.error)
-
-
 class _SessionPass:
-    """One session's landing: its sequence numbers and its facts, touched only if it lands."""
+    """One session's landing: its writer and its facts, touched only if it lands."""
 
-    def __init__(self, root: Root, session: str) -> None:
-        self.root = root
-        self.session = session
-        self._next_seq: int | None = None
+    def __init__(self, store: Store, session: str, batch: Batch) -> None:
+        self.session = store.open_session(session)
+        self.writer = store.writer(session, batch)
         self._facts: FactsBuilder | None = None
 
-    def next_seq(self) -> int:
-        if self._next_seq is None:
-            # Before the session's first window of the pass lands: the facts catch up with
-            # what landed earlier, and are then fed each window without reading it back.
-            self._facts = open_facts(self.root, self.session)
-            self._next_seq = self.root.next_seq(self.session)
-        seq = self._next_seq
-        self._next_seq += 1
-        return seq
-
     def landed(self, window: LandedWindow) -> None:
-        if self._facts is not None:
-            self._facts.add_file(window.seq, [window])
+        if self._facts is None:
+            # Before the session's first window of the pass is added: the facts catch up with
+            # what landed earlier, and are then fed each window without reading it back.
+            self._facts = open_facts(self.session)
+        self._facts.add_file(window.seq, [window])
 
-    def finish(self, result: LocalResult) -> None:
-        try:
-            if self._next_seq is not None:
-                self.root.remember_seq(self.session, self._next_seq - 1)
-            if self._facts is not None:
-                save_facts(self.root, self._facts)
-        except OSError as err:
-            # What landed stays landed; the sequence file and the facts are derived.
-            result.errors.append(f"{self.session}: {err.strerror or err}")
+    def finish(self, tally: Tally) -> None:
+        tally.errors += self.writer.errors
+        if self._facts is not None:
+            try:
+                save_facts(self.session, self._facts)
+            except OSError as err:
+                # What landed stays landed; the facts are derived.
+                tally.errors.append(f"{self.session.id}: {err.strerror or err}")
 
 
 def land_sessions(
     config: Config,
-    root: Root,
+    store: Store,
     sessions: Iterable[DiscoveredSession],
     before_commit: Callable[[], None] | None = None,
-) -> dict[str, LocalResult]:
+) -> dict[str, Tally]:
     """Lands what is new in each of ``sessions``; session id -> what its landing did.
 
     ``before_commit`` runs before each batch is published (a worker process checks there that
@@ -121,15 +63,15 @@ def land_sessions(
     before this returns, so what it reports as landed is durable.
     """
     syncs = DirSyncs()
-    staged = StagedFiles(syncs)
-    results: dict[str, LocalResult] = {}
+    batch = store.batch(syncs)
+    results: dict[str, Tally] = {}
     waiting: list[str] = []
 
     def commit() -> None:
         if before_commit is not None:
             before_commit()
         try:
-            staged.commit()
+            batch.commit()
         except OSError as err:
             # The cursors did not move: these sessions land again from them.
             why = err.strerror or str(err)
@@ -139,11 +81,11 @@ def land_sessions(
 
     try:
         for session in sessions:
-            before = len(staged)
-            results[session.session] = _stage_session(config, root, session, staged)
-            if len(staged) > before:
+            before = len(batch)
+            results[session.session] = _stage_session(config, store, session, batch)
+            if len(batch) > before:
                 waiting.append(session.session)
-            if len(staged) >= BATCH_FILES or staged.size >= BATCH_BYTES:
+            if len(batch) >= BATCH_FILES or batch.size >= BATCH_BYTES:
                 commit()
         commit()
     finally:
@@ -151,25 +93,17 @@ def land_sessions(
     return results
 
 
-def _stage_session(
-    config: Config, root: Root, session: DiscoveredSession, staged: StagedFiles
-) -> LocalResult:
+def _stage_session(config: Config, store: Store, session: DiscoveredSession, batch: Batch) -> Tally:
     """Stages what is new in every source of one session."""
-    result = LocalResult()
-    step = _SessionPass(root, session.session)
+    tally = Tally()
+    step = _SessionPass(store, session.session, batch)
     lander = TranscriptLander(
-        root,
-        compression=config.compression,
+        step.session,
+        step.writer,
         max_delta_bytes=config.adapters.claude_code_local.max_delta_bytes,
-        next_seq=step.next_seq,
         on_window=step.landed,
-        staged=staged,
     )
     for source in session.sources:
-        outcome = lander.land(source)
-        if outcome.files:
-            staged.then(partial(result.count, session.session, source.relpath, outcome))
-        else:
-            result.count(session.session, source.relpath, outcome)
-    staged.then(partial(step.finish, result))
-    return result
+        lander.land(source, tally)
+    batch.then(partial(step.finish, tally))
+    return tally

@@ -25,22 +25,23 @@ from pathlib import Path
 import orjson
 import structlog
 
-from asz.adapters.provider_source import NotReadable, open_regular, parse_body_name
+from asz.adapters.provider_source import parse_body_name
 from asz.adapters.session_filter import Verdict
+from asz.adapters.source_files import NotReadable, open_regular
 from asz.bodykeys import is_session_id
-from asz.store.atomic import publish_new, replace_derived
+from asz.store import INDEX_KIND, LandedFileError, Store
 from asz.store.crashpoints import crash_point
-from asz.store.framing import LandedFileError, encode_file, read_file
-from asz.store.root import Root
+from asz.store.layout import STATE_DIR, index_dir
+from asz.tally import Tally
 
 INDEX_NAME = "index.jsonl"
-PROVIDER_INDEX = "provider_index"
-STATE_NAME = "provider-index.json"
+STATE_PATH = f"{STATE_DIR}/provider-index.json"
 STATE_FORMAT = "asz.provider-index/1"
-TAIL_BYTES = 4096
+INDEX_TAIL_BYTES = 4096
 """Bytes before the read offset whose digest proves the file was only appended to."""
 READ_LIMIT = 64 * 1024 * 1024
 """New bytes read in one pass; the rest waits for the next."""
+_MAX_STATE_BYTES = 1 << 30
 _RECORD_OVERHEAD = 96
 _FILE_OVERHEAD = 512
 
@@ -132,13 +133,7 @@ class IndexPass:
     """What one pass did with ``index.jsonl``; ``claims`` maps body file names to sessions."""
 
     claims: dict[str, str] = field(default_factory=dict)
-    sessions: set[str] = field(default_factory=set)
-    lines_landed: int = 0
-    files: int = 0
-    source_bytes: int = 0
-    landed_bytes: int = 0
-    conflicts: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    tally: Tally = field(default_factory=Tally)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,40 +146,33 @@ class IndexLine:
         return hashlib.sha256(self.data).hexdigest()
 
 
-def state_path(root: Root) -> Path:
-    return root.state_dir / STATE_NAME
-
-
-def sync_index(
-    directory: Path, root: Root, judge: JudgeSession, budget: int, compression: str
-) -> IndexPass:
+def sync_index(directory: Path, store: Store, judge: JudgeSession, budget: int) -> IndexPass:
     """Reads the new complete lines of ``index.jsonl``, lands them and returns every claim."""
     result = IndexPass()
-    path = state_path(root)
-    state, saved = _load_state(path)
-    if any(not _index_dir(root, session).is_dir() for session in state.landed):
+    tally = result.tally
+    state, saved = _load_state(store)
+    if any(not store.open_session(session).landed(INDEX_KIND) for session in state.landed):
         # A session whose lines landed was removed: read from the start so they land again.
         state = IndexState(claims=state.claims)
     try:
-        by_session = _read_new_lines(directory / INDEX_NAME, state, result)
+        by_session = _read_new_lines(directory / INDEX_NAME, state, tally)
     except OSError as err:
-        result.errors.append(f"{directory / INDEX_NAME}: cannot be read: {err}")
+        tally.errors.append(f"{directory / INDEX_NAME}: cannot be read: {err}")
         by_session = {}
-    lander = _Lander(root, budget, compression, result)
     for session in sorted(set(by_session) | set(state.held)):
         new = by_session.get(session, [])
         if judge(session) is not Verdict.COLLECT:
             state.held.setdefault(session, []).extend(_held(new))
             continue
-        lines = _reread(directory / INDEX_NAME, state.held.pop(session, []), result) + new
-        if lander.land(session, lines):
+        lines = _reread(directory / INDEX_NAME, state.held.pop(session, []), tally) + new
+        if _land(store, session, lines, budget, tally):
             state.landed.add(session)
         else:
             state.held[session] = _held(lines)
     result.claims = state.claims
     encoded = state.encode()
     if encoded != saved:
-        replace_derived(path, encoded)
+        store.backend.replace_derived(STATE_PATH, encoded)
         crash_point("index.saved")
     return result
 
@@ -193,45 +181,41 @@ def _held(lines: list[IndexLine]) -> list[tuple[int, int, str]]:
     return [(line.offset, len(line.data), line.digest[:16]) for line in lines]
 
 
-def _load_state(path: Path) -> tuple[IndexState, bytes]:
+def _load_state(store: Store) -> tuple[IndexState, bytes]:
     """The saved state and the bytes it was read from (a missing state reads as the empty
     one, so nothing is written until there is something to remember)."""
     try:
-        data = path.read_bytes()
+        data = store.backend.read(STATE_PATH, _MAX_STATE_BYTES)
     except FileNotFoundError:
         return IndexState(), IndexState().encode()
     try:
         return decode_state(data), data
     except ValueError as err:
-        log.warning("index state rebuilt", path=str(path), why=str(err))
+        log.warning("index state rebuilt", path=store.backend.describe(STATE_PATH), why=str(err))
         return IndexState(), data
 
 
-def _index_dir(root: Root, session: str) -> Path:
-    return root.session_dir(session) / PROVIDER_INDEX
-
-
-def _read_new_lines(path: Path, state: IndexState, result: IndexPass) -> dict[str, list[IndexLine]]:
+def _read_new_lines(path: Path, state: IndexState, tally: Tally) -> dict[str, list[IndexLine]]:
     """New complete lines by session; claims recorded, unusable lines reported once."""
     try:
         fd, info = open_regular(path)
     except NotReadable as err:
         if err.kind != "gone":
-            result.errors.append(f"{path}: {err.why}")
+            tally.errors.append(f"{path}: {err.why}")
         return {}
     with os.fdopen(fd, "rb") as handle:
         if info.st_size == state.offset:
             return {}
         if info.st_size < state.offset:
-            result.conflicts.append(
+            tally.conflict_sources.append(
                 f"{path}: shorter than the {state.offset} bytes already read "
                 "(truncated or replaced); nothing more is read from it"
             )
             return {}
-        start = max(0, state.offset - TAIL_BYTES)
+        start = max(0, state.offset - INDEX_TAIL_BYTES)
         tail = os.pread(handle.fileno(), state.offset - start, start)
         if state.offset and hashlib.sha256(tail).hexdigest() != state.tail_sha256:
-            result.conflicts.append(
+            tally.conflict_sources.append(
                 f"{path}: rewritten behind the {state.offset} bytes already read; "
                 "nothing more is read from it"
             )
@@ -241,7 +225,7 @@ def _read_new_lines(path: Path, state: IndexState, result: IndexPass) -> dict[st
     for line in _split(chunk, state.offset):
         session = _line_session(line, state)
         if session is None:
-            result.errors.append(
+            tally.errors.append(
                 f"{path}: the line at byte {line.offset} names no session id in Claude Code's "
                 "form; it is not landed"
             )
@@ -250,7 +234,7 @@ def _read_new_lines(path: Path, state: IndexState, result: IndexPass) -> dict[st
     state.offset += len(chunk)
     read = tail + chunk
     state.tail_sha256 = hashlib.sha256(
-        read[len(read) - min(TAIL_BYTES, state.offset) :]
+        read[len(read) - min(INDEX_TAIL_BYTES, state.offset) :]
     ).hexdigest()
     return by_session
 
@@ -303,13 +287,13 @@ def _parse(data: bytes) -> object:
         return None
 
 
-def _reread(path: Path, held: list[tuple[int, int, str]], result: IndexPass) -> list[IndexLine]:
+def _reread(path: Path, held: list[tuple[int, int, str]], tally: Tally) -> list[IndexLine]:
     if not held:
         return []
     try:
         fd, _info = open_regular(path)
     except NotReadable as err:
-        result.errors.append(f"{path}: held lines cannot be read again: {err.why}")
+        tally.errors.append(f"{path}: held lines cannot be read again: {err.why}")
         return []
     lines = []
     with os.fdopen(fd, "rb") as handle:
@@ -318,80 +302,45 @@ def _reread(path: Path, held: list[tuple[int, int, str]], result: IndexPass) -> 
             if line.digest[:16] == digest:
                 lines.append(line)
             else:
-                result.errors.append(f"{path}: the held line at byte {offset} changed; dropped")
+                tally.errors.append(f"{path}: the held line at byte {offset} changed; dropped")
     return lines
 
 
-class _Lander:
+def _land(store: Store, session: str, lines: list[IndexLine], budget: int, tally: Tally) -> bool:
     """Lands a session's lines append-only: those above the highest offset it holds, in files
-    within the budget, each read back before it is published."""
+    within the budget. False (and the failure named) when they could not all land."""
+    try:
+        landed = store.open_session(session)
+        problems = len(landed.problems)
+        offsets = [line.offset for line in landed.index_lines() if isinstance(line.offset, int)]
+        tally.errors += [f"damaged landed file skipped: {p}" for p in landed.problems[problems:]]
+        highest = max(offsets, default=-1)
+        writer = store.writer(session, store.batch())
+        batch: list[IndexLine] = []
+        size = _FILE_OVERHEAD
 
-    def __init__(self, root: Root, budget: int, compression: str, result: IndexPass) -> None:
-        self.root = root
-        self.budget = budget
-        self.compression = compression
-        self.result = result
+        def publish() -> None:
+            records = [({"off": line.offset, "sha256": line.digest}, line.data) for line in batch]
+            header = {"src": INDEX_NAME}
+            written = writer.land(INDEX_KIND, index_dir(session), header, records)
+            writer.batch.commit()
+            tally.landed_file(session, len(batch), written.size)
+            tally.index_lines += len(batch)
+            tally.source_bytes += sum(len(line.data) + 1 for line in batch)
 
-    def land(self, session: str, lines: list[IndexLine]) -> bool:
-        """False (and the failure named) when the lines could not all land."""
-        try:
-            directory = _index_dir(self.root, session)
-            highest = self._highest_landed_offset(directory)
-            batch: list[IndexLine] = []
-            size = _FILE_OVERHEAD
-            for line in sorted(lines, key=lambda line: line.offset):
-                if line.offset <= highest:
-                    continue
-                cost = len(line.data) + _RECORD_OVERHEAD
-                if batch and size + cost > self.budget:
-                    self._publish(session, directory, batch)
-                    batch, size = [], _FILE_OVERHEAD
-                batch.append(line)
-                size += cost
-            if batch:
-                self._publish(session, directory, batch)
-        except (OSError, LandedFileError) as err:
-            self.result.errors.append(f"session {session}: index lines not landed: {err}")
-            return False
-        return True
-
-    def _highest_landed_offset(self, directory: Path) -> int:
-        """The offset of the last line the session holds (-1 when none); lines land in
-        order, so it is in the newest file that reads."""
-        for landed in reversed(self.root.landed(directory)):
-            try:
-                records = read_file(landed.path).records
-            except LandedFileError as err:
-                self.result.errors.append(f"damaged landed file skipped: {err}")
+        for line in sorted(lines, key=lambda line: line.offset):
+            if line.offset <= highest:
                 continue
-            offsets = [record.meta.get("off") for record in records]
-            return max((off for off in offsets if isinstance(off, int)), default=-1)
-        return -1
-
-    def _publish(self, session: str, directory: Path, batch: list[IndexLine]) -> None:
-        seq = self.root.next_seq(session)
-        header = {
-            "kind": PROVIDER_INDEX,
-            "session": session,
-            "seq": seq,
-            "src": INDEX_NAME,
-        }
-        records = [({"off": line.offset, "sha256": line.digest}, line.data) for line in batch]
-        data = encode_file(header, records, self.compression)
-        path = directory / Root.landed_name(PROVIDER_INDEX, seq)
-        publish_new(path, data, check=lambda temp: _check_read_back(temp, records))
-        crash_point("index.published")
-        self.root.remember_seq(session, seq)
-        result = self.result
-        result.sessions.add(session)
-        result.files += 1
-        result.lines_landed += len(batch)
-        result.source_bytes += sum(len(line.data) + 1 for line in batch)
-        result.landed_bytes += len(data)
-
-
-def _check_read_back(temp: Path, records: list[tuple[dict, bytes]]) -> None:
-    landed = read_file(temp)
-    if [(record.meta, record.payload) for record in landed.records] != records:
-        raise LandedFileError(temp, "did not read back as the index lines written")
-    crash_point("index.written")
+            cost = len(line.data) + _RECORD_OVERHEAD
+            if batch and size + cost > budget:
+                publish()
+                batch, size = [], _FILE_OVERHEAD
+            batch.append(line)
+            size += cost
+        if batch:
+            publish()
+        tally.errors += writer.errors
+    except (OSError, LandedFileError) as err:
+        tally.errors.append(f"session {session}: index lines not landed: {err}")
+        return False
+    return True

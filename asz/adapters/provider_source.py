@@ -10,18 +10,17 @@ written.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 import orjson
 
-from asz.store.codec import MAX_BODY
+from asz.adapters.source_files import NotReadable, open_regular
+from asz.store.manifest import MAX_BODY
 
 BODY_NAME = re.compile(r"^([A-Za-z0-9_-]+)\.(request|response)\.json$")
 _match_body_name = BODY_NAME.match
@@ -29,8 +28,6 @@ _ROLES = {"request": "request", "response": "response"}
 """One string per role, shared by every file of a listing."""
 MAX_BODY_BYTES = MAX_BODY
 """Largest body read (the largest the store lands); a larger one is refused by its size alone."""
-
-_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
 class SourceFile(NamedTuple):
@@ -95,20 +92,6 @@ def list_sources(directory: Path) -> Listing:
     return listing
 
 
-class NotReadable(Exception):
-    """The file could not be read as a body this time; ``why`` says what happened.
-
-    ``kind`` tells the caller what to make of it: ``gone`` (deleted since it was listed),
-    ``not_regular`` (something other than a regular file was swapped in), ``changing`` (it
-    changed size while read, so it is still being written) or ``failed`` (any other error).
-    """
-
-    def __init__(self, why: str, kind: str) -> None:
-        super().__init__(why)
-        self.why = why
-        self.kind = kind
-
-
 class TooLarge(Exception):
     """The file is larger than a body may be."""
 
@@ -122,28 +105,6 @@ class TooLarge(Exception):
 class BodyRead:
     data: bytes
     mtime_ns: int
-
-
-def open_regular(path: Path) -> tuple[int, os.stat_result]:
-    """An open descriptor of ``path`` and its ``fstat``, only if it is a regular file.
-
-    Opened without following a symlink and without blocking on a FIFO; the ``fstat`` then
-    proves what was opened, whatever was swapped in after the directory was listed.
-    Raises NotReadable.
-    """
-    try:
-        fd = os.open(path, _OPEN_FLAGS)
-    except FileNotFoundError:
-        raise NotReadable("is gone", "gone") from None
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise NotReadable("is a symbolic link", "not_regular") from None
-        raise NotReadable(f"cannot be opened: {err.strerror}", "failed") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        raise NotReadable("is not a regular file", "not_regular")
-    return fd, info
 
 
 def read_body(directory: Path, name: str, limit: int = MAX_BODY_BYTES) -> BodyRead:
@@ -198,9 +159,16 @@ _LITERAL = re.compile(r"true|false|null")
 _scan_string = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
+def _skip_space(text: str, pos: int = 0) -> re.Match[str]:
+    """Whitespace from ``pos``, possibly none: the pattern matches everywhere."""
+    match = _WHITESPACE.match(text, pos)
+    assert match is not None
+    return match
+
+
 def _grammar_holds(text: str) -> bool:
     """An iterative check of JSON's grammar: no recursion, so no nesting limit."""
-    pos = _WHITESPACE.match(text).end()
+    pos = _skip_space(text).end()
     stack: list[str] = []
     expect_value = True
     while True:
@@ -210,7 +178,7 @@ def _grammar_holds(text: str) -> bool:
                 return False
             if opened:
                 stack.append(opened)
-                pos = _WHITESPACE.match(text, pos).end()
+                pos = _skip_space(text, pos).end()
                 closer = "}" if opened == "{" else "]"
                 if text.startswith(closer, pos):
                     stack.pop()
@@ -222,12 +190,12 @@ def _grammar_holds(text: str) -> bool:
                     continue
                 else:
                     continue
-        pos = _WHITESPACE.match(text, pos).end()
+        pos = _skip_space(text, pos).end()
         if not stack:
             return pos == len(text)
         char = text[pos : pos + 1]
         if char == ",":
-            pos = _WHITESPACE.match(text, pos + 1).end()
+            pos = _skip_space(text, pos + 1).end()
             if stack[-1] == "{":
                 pos = _key(text, pos)
                 if pos < 0:
@@ -259,10 +227,10 @@ def _key(text: str, pos: int) -> int:
     pos = _string_end(text, pos)
     if pos < 0:
         return -1
-    pos = _WHITESPACE.match(text, pos).end()
+    pos = _skip_space(text, pos).end()
     if text[pos : pos + 1] != ":":
         return -1
-    return _WHITESPACE.match(text, pos + 1).end()
+    return _skip_space(text, pos + 1).end()
 
 
 def _string_end(text: str, pos: int) -> int:

@@ -27,8 +27,7 @@ from fnmatch import fnmatchcase
 from asz.adapters.discovery import DiscoveredSession, discover, peek_cwds
 from asz.bodykeys import is_session_id
 from asz.config import Config
-from asz.store.root import Root
-from asz.store.session_facts import SessionFacts, load_facts
+from asz.store import SessionFacts, Store
 
 _OUTSIDE_NAME = re.compile(r"[^A-Za-z0-9]")
 _TREE_SUFFIX = "/**"
@@ -103,11 +102,11 @@ class SessionJudge:
     def __init__(
         self,
         config: Config,
-        root: Root,
+        store: Store,
         discovered: Mapping[str, DiscoveredSession] | None = None,
     ) -> None:
         self.config = config
-        self.root = root
+        self.store = store
         self.matcher = Matcher(config.sessions.include, config.sessions.exclude)
         self._discovered = discovered
         self._verdicts: dict[str, Verdict] = {}
@@ -138,7 +137,7 @@ class SessionJudge:
         def facts() -> SessionFacts:
             nonlocal landed
             if landed is None:
-                landed = load_facts(self.root, session)
+                landed = self.store.open_session(session).facts()
             return landed
 
         peeked: set[str] | None = None

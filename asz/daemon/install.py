@@ -19,13 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from asz.commands.exits import EXIT_FAILED, EXIT_OK
 from asz.config import Config
 from asz.daemon.http import ListenError, parse_listen
 
 UNIT_NAME = "asz.service"
 LABEL = "io.asz.collect"
-EXIT_OK = 0
-EXIT_FAILED = 1
 
 _UNIT_TEMPLATE = """\
 [Unit]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 if TYPE_CHECKING:
-    from asz.passes import PassCounts
+    from asz.tally import Tally
 
 ERROR_KINDS = ("pass", "crash", "watch", "notify")
 """``pass``: an error a pass reported; ``crash``: a pass that raised; ``watch``: the watcher
@@ -79,7 +79,7 @@ class ServiceMetrics:
             "asz_build_info", "The running asz version.", ["version"], registry=self.registry
         ).labels(version).set(1)
 
-    def record_pass(self, counts: PassCounts, finished_at: float) -> None:
+    def record_pass(self, counts: Tally, finished_at: float) -> None:
         self.bodies_waiting.set(counts.bodies_waiting)
         self.bodies_unreadable.set(counts.bodies_unreadable)
         self.bodies_excluded.set(counts.bodies_excluded)

@@ -27,6 +27,7 @@ from structlog.typing import FilteringBoundLogger
 
 from asz import __version__
 from asz.adapters.claude_code_provider import ProviderState
+from asz.commands.exits import EXIT_FAILED, EXIT_OK
 from asz.config import Config
 from asz.daemon.http import HealthState, ListenError, StatusServer
 from asz.daemon.logs import configure_logging
@@ -35,12 +36,12 @@ from asz.daemon.notify import Notifier
 from asz.daemon.settle import BodyCheck, Kind, SettleQueue, SourcePaths, check_body
 from asz.daemon.watcher import Armed, EventKind, Rearmed, Target, Watcher, WatchEvent
 from asz.daemon.worker import FIRST_SCAN, RESCAN, PassResult, PassSchedule, PassWorker
-from asz.passes import PassCounts, run_pass
-from asz.store.bodies import BodyStore
+from asz.passes import run_pass
+from asz.store import open_store
+from asz.store.bodies import BodyLander
 from asz.store.root import Busy, Root, UnsafeRoot, collector_lock
+from asz.tally import Tally
 
-EXIT_OK = 0
-EXIT_FAILED = 1
 LOCK_POLL_SECONDS = 1.0
 HEARTBEAT_SECONDS = 1.0
 FULL_RESCAN_EVERY = 10
@@ -69,7 +70,7 @@ class Service:
         self.as_json = as_json
         self.log = log
         self.root = Root(config.root)
-        self.store = BodyStore(self.root, config.compression)
+        self.lander = BodyLander(open_store(config.root, compression=config.compression))
         self.provider = ProviderState()
         self._hints = threading.Lock()
         self._changed_bodies: set[str] = set()
@@ -237,7 +238,7 @@ class Service:
         with self._hints:
             self._listing_due = True
 
-    def _pass(self, reason: str) -> PassCounts:
+    def _pass(self, reason: str) -> Tally:
         """One pass, in a worker thread; a rescan first puts every watch back where it belongs.
 
         A pass looks at the body files the watcher named and those the last pass left
@@ -259,7 +260,7 @@ class Service:
         return run_pass(
             self.config,
             self.root,
-            self.store,
+            self.lander,
             provider=self.provider,
             changed_bodies=None if listing_due or reason == FIRST_SCAN else changed,
             rescan=reason == RESCAN,
@@ -296,7 +297,7 @@ class Service:
             self._notify(self.notifier.ready, status)
         self._last_status = status
 
-    def _log_pass(self, reason: str, counts: PassCounts) -> None:
+    def _log_pass(self, reason: str, counts: Tally) -> None:
         backlog = (counts.bodies_waiting, counts.bodies_unreadable)
         if self.as_json or counts.changed or backlog != self._logged_backlog:
             self.log.info("pass", reason=reason, **counts.as_dict())

@@ -48,7 +48,7 @@ class Kind(enum.Enum):
     """Appended a line at a time: a transcript, or the bodies directory's ``index.jsonl``."""
 
 
-class Verdict(enum.Enum):
+class Readiness(enum.Enum):
     TAKE = "take"
     """Parses, or is for the pass to judge (too large, not a regular file)."""
     WAIT = "wait"
@@ -58,7 +58,7 @@ class Verdict(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class BodyCheck:
-    verdict: Verdict
+    readiness: Readiness
     age: float = 0.0
     """Seconds since the body's last write, by the wall clock."""
 
@@ -69,14 +69,14 @@ def check_body(path: Path) -> BodyCheck:
         read = read_body(path.parent, path.name)
     except NotReadable as err:
         if err.kind == "gone":
-            return BodyCheck(Verdict.GONE)
+            return BodyCheck(Readiness.GONE)
         # Still being written, and its next write is an event; anything else is the pass's.
-        return BodyCheck(Verdict.WAIT if err.kind == "changing" else Verdict.TAKE)
+        return BodyCheck(Readiness.WAIT if err.kind == "changing" else Readiness.TAKE)
     except TooLarge:
-        return BodyCheck(Verdict.TAKE)
+        return BodyCheck(Readiness.TAKE)
     if is_one_json_value(read.data):
-        return BodyCheck(Verdict.TAKE)
-    return BodyCheck(Verdict.WAIT, age=time.time() - read.mtime_ns / 1e9)
+        return BodyCheck(Readiness.TAKE)
+    return BodyCheck(Readiness.WAIT, age=time.time() - read.mtime_ns / 1e9)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,11 +181,11 @@ class SettleQueue:
         entry = self._entries.get(path)
         if entry is None or not entry.checking or entry.last_change > checked_at:
             return False
-        if check.verdict is Verdict.GONE:
+        if check.readiness is Readiness.GONE:
             del self._entries[path]
             return False
         remaining = min(max(self.unreadable_after - check.age, 0.0), self.unreadable_after)
-        if check.verdict is Verdict.TAKE or remaining == 0.0:
+        if check.readiness is Readiness.TAKE or remaining == 0.0:
             del self._entries[path]
             return True
         entry.checking = False

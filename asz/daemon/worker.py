@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 if TYPE_CHECKING:
-    from asz.passes import PassCounts
+    from asz.tally import Tally
 
 MIN_RESCAN_GAP = 1.0
 """Seconds a rescan the watcher asked for waits after the last pass began, so a watcher that
@@ -88,7 +88,7 @@ class PassResult:
     started_at: float
     """Unix time, as is ``finished_at``."""
     finished_at: float
-    counts: PassCounts | None
+    counts: Tally | None
     crash: Exception | None = None
     """What the pass raised, when it did not return counts."""
 
@@ -105,7 +105,7 @@ class PassWorker:
     def __init__(
         self,
         schedule: PassSchedule,
-        run_once: Callable[[str], PassCounts],
+        run_once: Callable[[str], Tally],
         report: Callable[[PassResult], None],
         clock: Callable[[], float] = time.monotonic,
     ) -> None:

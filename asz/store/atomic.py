@@ -3,10 +3,10 @@
 A landed file must never be seen half-written and must never replace another file, so it is
 written to a temporary name in the same directory, made durable, published under its final
 name with a hard link (which fails instead of overwriting), and the directory is made durable
-too, at once or, for a pass landing many files, once per directory (:class:`DirSyncs`). A pass
-landing many files stages them (:class:`StagedFiles`) and publishes them together after one
-filesystem sync, which costs the disk one flush instead of one per file. Derived state, which
-is rebuilt from the landed files, is replaced atomically but not flushed. Everything is
+too, at once or, for a pass landing many files, once per directory (:class:`DirSyncs`). Many
+files written together are published together after one filesystem sync
+(:func:`publish_temps`), which costs the disk one flush instead of one per file. Derived
+state, which is rebuilt from the landed files, is replaced atomically but not flushed. Everything is
 created private to the user whatever the umask: files 0600, directories 0700.
 
 ``ASZ_FAULT=enospc:<n>`` or ``eio:<n>`` makes the ``n``-th file this process writes fail the
@@ -24,7 +24,7 @@ import itertools
 import os
 import secrets
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -216,83 +216,48 @@ def _write_temp(directory: Path, data: bytes) -> Path:
 
 
 @dataclass(slots=True)
-class _Staged:
+class LocalTemp:
+    """A file written under a temporary name, to be published at ``final``."""
+
+    path: str
+    """Where it is published, relative to whatever the caller counts paths from."""
     temp: Path
-    path: Path
+    final: Path
     created: list[Path]
-    published: Callable[[], None] | None
+    """The directories made on the way to ``final``'s parent."""
 
 
-class StagedFiles:
-    """New files written now and published together, after one flush made them all durable.
+def write_temp(final: Path, data: bytes, path: str = "") -> LocalTemp:
+    """Writes ``data`` under a temporary name beside ``final`` (its missing parent directories
+    made private), without flushing it."""
+    created = _make_dirs(final.parent)
+    return LocalTemp(path or str(final), _write_temp(final.parent, data), final, created)
 
-    :meth:`stage` writes each to a temporary name; :meth:`commit` flushes them, publishes them
-    in the order they were staged, and then runs the actions queued with :meth:`then` (moving
-    the cursors and caches that describe them), in order. A crash before the commit leaves only
-    temporary files, which the next holder of the root's lock removes; a failed commit removes
-    them itself and runs no action. With ``syncs`` the directories of published files are
-    recorded there for the caller to flush; without, each commit flushes them.
-    """
 
-    def __init__(self, syncs: DirSyncs | None = None) -> None:
-        self._syncs = syncs
-        self._files: list[_Staged] = []
-        self._actions: list[Callable[[], None]] = []
-        self.size = 0
+def publish_temps(
+    temps: Sequence[LocalTemp],
+    syncs: DirSyncs | None = None,
+    published: Callable[[int], None] | None = None,
+) -> None:
+    """Makes ``temps`` durable (one flush for all), then publishes each under its final name,
+    in order, never replacing a file (``published(i)`` runs after the ``i``-th). Their
+    directories are synced at the end, or recorded in ``syncs`` for the caller to sync later.
+    Raises, publishing nothing more, when a file cannot be flushed or published; the caller
+    removes the temporary files either way."""
+    directories = DirSyncs() if syncs is None else syncs
+    _flush((item.temp for item in temps), directories=False)
+    for i, item in enumerate(temps):
+        _link_no_replace(item.temp, item.final)
+        directories.add(item.final.parent, item.created)
+        if published is not None:
+            published(i)
+    if syncs is None:
+        directories.flush()
 
-    def __len__(self) -> int:
-        return len(self._files)
 
-    def stage(
-        self,
-        path: Path,
-        data: bytes,
-        check: Callable[[Path], None] | None = None,
-        published: Callable[[], None] | None = None,
-    ) -> None:
-        """Writes ``data`` as the next file to publish at ``path``.
-
-        ``check`` reads the written temporary file back; if it raises, nothing is staged.
-        ``published`` runs right after this file is published.
-        """
-        created = _make_dirs(path.parent)
-        temp = _write_temp(path.parent, data)
-        try:
-            if check is not None:
-                check(temp)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                temp.unlink()
-            raise
-        self._files.append(_Staged(temp, path, created, published))
-        self.size += len(data)
-
-    def then(self, action: Callable[[], None]) -> None:
-        """Runs ``action`` once every file staged so far is published."""
-        self._actions.append(action)
-
-    def commit(self) -> None:
-        """Flushes, publishes and runs the queued actions; raises (publishing nothing more and
-        running no action) when a file cannot be flushed or published."""
-        files, self._files = self._files, []
-        actions, self._actions = self._actions, []
-        self.size = 0
-        directories = DirSyncs() if self._syncs is None else self._syncs
-        try:
-            _flush((item.temp for item in files), directories=False)
-            for item in files:
-                _link_no_replace(item.temp, item.path)
-                directories.add(item.path.parent, item.created)
-                if item.published is not None:
-                    item.published()
-        finally:
-            for item in files:
-                with contextlib.suppress(FileNotFoundError):
-                    item.temp.unlink()
-        if self._syncs is None:
-            directories.flush()
-        for action in actions:
-            action()
+def remove_temp(temp: LocalTemp) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        temp.temp.unlink()
 
 
 def publish_new(
@@ -307,9 +272,13 @@ def publish_new(
     nothing is published. The file's bytes are durable before it is published; its directory
     is synced at once, or recorded in ``syncs`` for the caller to sync later.
     """
-    staged = StagedFiles(syncs)
-    staged.stage(path, data, check)
-    staged.commit()
+    temp = write_temp(path, data)
+    try:
+        if check is not None:
+            check(temp.temp)
+        publish_temps([temp], syncs)
+    finally:
+        remove_temp(temp)
 
 
 def _link_no_replace(temp: Path, path: Path) -> None:

@@ -13,20 +13,22 @@ reused only while its files on disk are exactly the ones it was loaded from.
 
 from __future__ import annotations
 
-import contextlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import orjson
 
 from asz.bodykeys import BodyKeys
-from asz.store.atomic import DirSyncs, publish_new
-from asz.store.codec import CodecError, IdConflict, Record, Repeat, SessionBodies
-from asz.store.crashpoints import crash_point
-from asz.store.framing import LandedFileError, encode_file, read_file
-from asz.store.root import PROVIDER_BODY, Root
+from asz.store.atomic import DirSyncs
+from asz.store.bodyreader import BodyLoader
+from asz.store.codec import IdConflict, Record, Repeat, SessionBodies
+from asz.store.errors import Problem
+from asz.store.framing import LandedFile
+from asz.store.layout import BODY_KIND, bodies_dir
+from asz.store.store import Store
+from asz.store.writer import ReadBackError
+from asz.tally import Tally
 
 _RECORD_OVERHEAD = 32
 _FILE_OVERHEAD = 512
@@ -52,65 +54,56 @@ class IncomingBody:
 
 
 @dataclass(slots=True)
-class LandOutcome:
+class BodyLanding:
+    """What one call of :meth:`BodyLander.land` did: which ids landed, were already held
+    (``repeats``) or conflict with what is held, and its counts."""
+
     landed: list[str] = field(default_factory=list)
     repeats: list[str] = field(default_factory=list)
     conflicts: list[tuple[str, str]] = field(default_factory=list)
-    files: list[Path] = field(default_factory=list)
-    records: int = 0
-    source_bytes: int = 0
-    landed_bytes: int = 0
-    errors: list[str] = field(default_factory=list)
+    tally: Tally = field(default_factory=Tally)
 
 
 @dataclass(slots=True)
 class LoadedSession:
+    """What a session holds, loaded from the landed files numbered ``seqs``, and what did not
+    hold on the way."""
+
     bodies: SessionBodies
     seqs: tuple[int, ...]
-    errors: list[str]
+    problems: list[Problem]
 
 
-def load_session_bodies(root: Root, session: str) -> LoadedSession:
+def load_session_bodies(store: Store, session: str) -> LoadedSession:
     """Holds every body of a session's landed files, in sequence order.
 
-    A file that does not read, or a record that does not hold, is reported and skipped, so a
-    damaged or partly restored session still takes new bodies cut against what holds.
+    A file that does not read, or a record that does not hold, is a problem and is skipped,
+    so a damaged or partly restored session still takes new bodies cut against what holds.
     """
-    held = SessionBodies()
-    errors: list[str] = []
-    landed = root.landed(root.bodies_dir(session))
-    for item in landed:
-        try:
-            landed_file = read_file(item.path)
-        except LandedFileError as err:
-            errors.append(f"damaged landed file skipped: {err}")
-            continue
-        for record in landed_file.records:
-            with contextlib.suppress(Repeat):
-                try:
-                    held.add(Record(meta=record.meta, payload=record.payload))
-                except CodecError as err:
-                    errors.append(f"{item.path}: row {record.row}: {err}")
-    return LoadedSession(held, tuple(item.seq for item in landed), errors)
+    problems: list[Problem] = []
+    loader = BodyLoader(store.open_session(session), SessionBodies(), problems=problems)
+    held = loader.load_all()
+    assert isinstance(held, SessionBodies)
+    return LoadedSession(held, tuple(name.seq for name in loader.names), problems)
 
 
-class BodyStore:
-    """Lands bodies into a root, keeping what the most recent sessions hold in memory."""
+class BodyLander:
+    """Lands bodies into a store, keeping what the most recent sessions hold in memory."""
 
-    def __init__(self, root: Root, compression: str = "zstd", keep_sessions: int = 4) -> None:
-        self.root = root
-        self.compression = compression
+    def __init__(self, store: Store, keep_sessions: int = 4) -> None:
+        self.store = store
         self._keep = keep_sessions
         self._cache: OrderedDict[str, LoadedSession] = OrderedDict()
 
     def _session(self, session: str) -> LoadedSession:
-        seqs = tuple(item.seq for item in self.root.landed(self.root.bodies_dir(session)))
+        landed = self.store.open_session(session).landed(BODY_KIND)
+        seqs = tuple(name.seq for name in landed)
         cached = self._cache.get(session)
         if cached is not None and cached.seqs == seqs:
             self._cache.move_to_end(session)
-            cached.errors = []
+            cached.problems = []
             return cached
-        loaded = load_session_bodies(self.root, session)
+        loaded = load_session_bodies(self.store, session)
         self._cache[session] = loaded
         while len(self._cache) > self._keep:
             self._cache.popitem(last=False)
@@ -119,7 +112,7 @@ class BodyStore:
     def holds(self, session: str, record_id: str) -> str | None:
         """The SHA-256 of a body the session holds under ``record_id``, if any."""
         bodies = self._session(session).bodies
-        return bodies.meta(record_id)["sha256"] if bodies.holds(record_id) else None
+        return str(bodies.meta(record_id)["sha256"]) if bodies.holds(record_id) else None
 
     def land(
         self,
@@ -127,15 +120,15 @@ class BodyStore:
         incoming: Sequence[IncomingBody],
         max_delta_bytes: int,
         syncs: DirSyncs | None = None,
-    ) -> LandOutcome:
+    ) -> BodyLanding:
         """Lands ``incoming`` (sorted by mtime then name) into the session's body files.
 
         With ``syncs`` the directories of the files landed are recorded there, for the caller
         to flush once for the whole pass, instead of each being flushed at once.
         """
-        outcome = LandOutcome()
+        outcome = BodyLanding()
         loaded = self._session(session)
-        outcome.errors.extend(loaded.errors)
+        outcome.tally.errors.extend(str(problem) for problem in loaded.problems)
         try:
             self._land(session, loaded, incoming, max_delta_bytes, outcome, syncs=syncs)
         except BaseException:
@@ -150,12 +143,32 @@ class BodyStore:
         loaded: LoadedSession,
         incoming: Sequence[IncomingBody],
         budget: int,
-        outcome: LandOutcome,
+        outcome: BodyLanding,
         *,
         syncs: DirSyncs | None,
     ) -> None:
+        writer = self.store.writer(session, self.store.batch(syncs))
         batch: list[tuple[IncomingBody, Record]] = []
         batch_bytes = _FILE_OVERHEAD
+
+        def flush() -> None:
+            held = loaded.bodies
+            records = [(record.meta, record.payload) for _item, record in batch]
+            landed = writer.land(
+                BODY_KIND,
+                bodies_dir(session),
+                {},
+                records,
+                check=lambda landed: _check_rebuilds(landed, held, batch),
+            )
+            writer.batch.commit()
+            loaded.seqs = (*loaded.seqs, landed.seq)
+            tally = outcome.tally
+            tally.landed_file(session, len(batch), landed.size)
+            tally.bodies_landed += len(batch)
+            tally.source_bytes += sum(len(item.body) for item, _ in batch)
+            outcome.landed.extend(item.record_id for item, _ in batch)
+
         for item in sorted(incoming, key=lambda body: (body.mtime_ns, body.src)):
             try:
                 record = loaded.bodies.take(
@@ -175,55 +188,20 @@ class BodyStore:
                 continue
             size = len(orjson.dumps(record.meta)) + len(record.payload) + _RECORD_OVERHEAD
             if batch and batch_bytes + size > budget:
-                self._flush(session, loaded, batch, outcome, syncs=syncs)
+                flush()
                 batch, batch_bytes = [], _FILE_OVERHEAD
             batch.append((item, record))
             batch_bytes += size
         if batch:
-            self._flush(session, loaded, batch, outcome, syncs=syncs)
-
-    def _flush(
-        self,
-        session: str,
-        loaded: LoadedSession,
-        batch: list[tuple[IncomingBody, Record]],
-        outcome: LandOutcome,
-        *,
-        syncs: DirSyncs | None,
-    ) -> None:
-        seq = self.root.next_seq(session)
-        header = {
-            "kind": PROVIDER_BODY,
-            "session": session,
-            "seq": seq,
-        }
-        data = encode_file(header, ((rec.meta, rec.payload) for _, rec in batch), self.compression)
-        path = self.root.bodies_dir(session) / Root.landed_name(PROVIDER_BODY, seq)
-        publish_new(
-            path, data, check=lambda temp: _check_read_back(temp, loaded.bodies, batch), syncs=syncs
-        )
-        crash_point("body.published")
-        self.root.remember_seq(session, seq)
-        loaded.seqs = (*loaded.seqs, seq)
-        outcome.files.append(path)
-        outcome.records += len(batch)
-        outcome.landed.extend(item.record_id for item, _ in batch)
-        outcome.source_bytes += sum(len(item.body) for item, _ in batch)
-        outcome.landed_bytes += len(data)
+            flush()
+        outcome.tally.errors += writer.errors
 
 
-class ReadBackError(Exception):
-    """A file written for landing did not read back as what was written."""
-
-
-def _check_read_back(
-    temp: Path, held: SessionBodies, batch: list[tuple[IncomingBody, Record]]
+def _check_rebuilds(
+    landed: LandedFile, held: SessionBodies, batch: list[tuple[IncomingBody, Record]]
 ) -> None:
-    landed_file = read_file(temp)
-    if len(landed_file.records) != len(batch):
-        raise ReadBackError(f"{temp}: read back {len(landed_file.records)} records")
-    for landed, (item, _) in zip(landed_file.records, batch, strict=True):
-        rebuilt = held.check(Record(meta=landed.meta, payload=landed.payload))
+    """Every record read back rebuilds, against what the session holds, to its source body."""
+    for record, (item, _) in zip(landed.records, batch, strict=True):
+        rebuilt = held.check(Record(meta=record.meta, payload=record.payload))
         if rebuilt != item.body:
-            raise ReadBackError(f"{item.src} does not rebuild from what was written")
-    crash_point("body.written")
+            raise ReadBackError(item.src, "does not rebuild from what was written")

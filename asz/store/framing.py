@@ -20,7 +20,6 @@ file and the row.
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -56,6 +55,8 @@ class LandedFileError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class LandedRecord:
+    """One record of a landed file as read: its row (from 1), its meta, its exact payload."""
+
     row: int
     meta: dict[str, Any]
     payload: bytes
@@ -63,7 +64,11 @@ class LandedRecord:
 
 @dataclass(frozen=True, slots=True)
 class LandedFile:
-    path: Path
+    """A landed file that read whole (closing digest and record count checked): its header,
+    which names its kind, session and sequence number, and its records in order."""
+
+    path: str
+    """Where the file was read from, as its reader names it (a path, an object's key)."""
     header: dict[str, Any]
     records: list[LandedRecord]
 
@@ -118,27 +123,15 @@ def _compressor(level: int) -> zstandard.ZstdCompressor:
     return compressor
 
 
-def read_file(path: Path, max_bytes: int = MAX_CONTENT_BYTES) -> LandedFile:
-    """Reads and checks a landed file; raises LandedFileError when anything does not hold."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError as err:
-        raise LandedFileError(path, f"cannot be opened: {err.strerror}") from None
-    with os.fdopen(fd, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size > max_bytes:
-            raise LandedFileError(path, f"is {size} bytes, more than a landed file may be")
-        data = handle.read()
-    return decode_file(path, data, max_bytes)
-
-
-def decode_file(path: Path, data: bytes, max_bytes: int = MAX_CONTENT_BYTES) -> LandedFile:
-    """Checks and splits the bytes of a landed file (compressed or not)."""
+def decode_file(path: Path | str, data: bytes, max_bytes: int = MAX_CONTENT_BYTES) -> LandedFile:
+    """Checks and splits the bytes of a landed file (compressed or not); ``path`` names it in
+    errors."""
+    path = str(path)
     content = _decompress(path, data, max_bytes) if data.startswith(ZSTD_MAGIC) else data
     return _parse(path, content)
 
 
-def _decompress(path: Path, data: bytes, max_bytes: int) -> bytes:
+def _decompress(path: str, data: bytes, max_bytes: int) -> bytes:
     # Fed in small slices so that no single step can expand past the cap by much: one
     # zstd block turns a few bytes into at most 128 KiB.
     chunks: list[bytes] = []
@@ -161,7 +154,7 @@ def _decompress(path: Path, data: bytes, max_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
-def _json_line(path: Path, content: bytes, start: int, row: int | None) -> tuple[Any, int]:
+def _json_line(path: str, content: bytes, start: int, row: int | None) -> tuple[Any, int]:
     end = content.find(b"\n", start, start + MAX_LINE_BYTES)
     if end < 0:
         raise LandedFileError(path, "ends inside a line (the file is not whole)", row)
@@ -174,7 +167,7 @@ def _json_line(path: Path, content: bytes, start: int, row: int | None) -> tuple
     return value, end + 1
 
 
-def _parse(path: Path, content: bytes) -> LandedFile:
+def _parse(path: str, content: bytes) -> LandedFile:
     header, pos = _json_line(path, content, 0, None)
     if header.get("format") != FORMAT:
         raise LandedFileError(path, f"is not an {FORMAT} file")
@@ -198,7 +191,7 @@ def _parse(path: Path, content: bytes) -> LandedFile:
         pos += length + 1
 
 
-def _check_closing(path: Path, content: bytes, pos: int, count: int) -> None:
+def _check_closing(path: str, content: bytes, pos: int, count: int) -> None:
     closing, end = _json_line(path, content, pos, None)
     if end != len(content):
         raise LandedFileError(path, "has bytes after its closing line")

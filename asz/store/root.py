@@ -1,16 +1,8 @@
-"""The storage root's layout: which directory holds what, and the order of landed files.
+"""The local storage root as a directory: its lock, its privacy, where derived state goes.
 
-::
-
-    <root>/_lock                               one collector at a time (flock)
-    <root>/_state/                             derived ledgers and cursors (rebuildable)
-    <root>/<session>/provider_body/provider_body-<seq>.asz
-    <root>/<session>/transcripts/<stream>/transcript-<seq>.asz
-
-Only a UUID-form session id ever names a directory, and names starting with ``_`` are never
-sessions. Sequence numbers are per session, shared by every kind, and never go back: the
-next one is above the highest found on disk and above the one remembered in the session's
-``seq`` file, so removing the newest file cannot make a number be used twice.
+The layout of a root is described in :mod:`asz.store` and ``docs/format.md``; this module
+holds what only a root on this machine has: the collector lock (one collector at a time), the
+checks that make it safe to write into, and the place of the adapters' derived state.
 """
 
 from __future__ import annotations
@@ -18,49 +10,31 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import re
 import secrets
 import stat
 import struct
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from asz.bodykeys import is_session_id
-from asz.store.atomic import DIR_MODE, private_dir, remove_stale_temps, replace_derived
-
-LANDED_SUFFIX = ".asz"
-PROVIDER_BODY = "provider_body"
-TRANSCRIPT = "transcript"
-_LANDED_NAME = re.compile(r"^([a-z_]+)-(\d{8,})\.asz$")
-_SEQ_FILE = "seq"
-STATE_DIR = "_state"
-
-
-class NotASession(ValueError):
-    """A session id that is not in Claude Code's UUID form; it never names a directory."""
+from asz.store.atomic import DIR_MODE, private_dir, remove_stale_temps
+from asz.store.layout import LOCK_FILE, STATE_DIR, session_dir
 
 
 class Busy(Exception):
     """Another collector holds the root."""
 
 
-@dataclass(frozen=True, slots=True)
-class LandedPath:
-    seq: int
-    kind: str
-    path: Path
-
-
 class Root:
-    """Paths and numbering inside one storage root."""
+    """A storage root that is a directory on this machine."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
     @property
     def state_dir(self) -> Path:
+        """Where the adapters keep their derived state."""
         return self.path / STATE_DIR
 
     def ensure(self) -> None:
@@ -69,77 +43,8 @@ class Root:
         spread_sessions(self.path)
 
     def session_dir(self, session: str) -> Path:
-        if not is_session_id(session):
-            raise NotASession(f"{session!r} is not a Claude Code session id")
-        return self.path / session
-
-    def bodies_dir(self, session: str) -> Path:
-        return self.session_dir(session) / PROVIDER_BODY
-
-    def transcripts_dir(self, session: str) -> Path:
-        return self.session_dir(session) / "transcripts"
-
-    def sessions(self) -> list[str]:
-        """Every session directory of the root, sorted; anything else is not a session."""
-        try:
-            entries = list(os.scandir(self.path))
-        except FileNotFoundError:
-            return []
-        return sorted(
-            entry.name
-            for entry in entries
-            if is_session_id(entry.name) and entry.is_dir(follow_symlinks=False)
-        )
-
-    def landed(self, directory: Path) -> list[LandedPath]:
-        """The landed files directly in ``directory``, in sequence order."""
-        try:
-            entries = list(os.scandir(directory))
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        found = []
-        for entry in entries:
-            match = _LANDED_NAME.match(entry.name)
-            if match and entry.is_file(follow_symlinks=False):
-                found.append(LandedPath(int(match.group(2)), match.group(1), Path(entry.path)))
-        return sorted(found, key=lambda landed: landed.seq)
-
-    def all_landed(self, session: str) -> Iterator[LandedPath]:
-        """Every landed file of a session, of every kind (not ordered)."""
-        base = self.session_dir(session)
-        for directory, _dirs, files in os.walk(base):
-            for name in files:
-                match = _LANDED_NAME.match(name)
-                if match:
-                    yield LandedPath(int(match.group(2)), match.group(1), Path(directory, name))
-
-    def next_seq(self, session: str) -> int:
-        """The sequence number the session's next landed file takes."""
-        highest = max((landed.seq for landed in self.all_landed(session)), default=0)
-        try:
-            remembered = int((self.session_dir(session) / _SEQ_FILE).read_text())
-        except (FileNotFoundError, ValueError):
-            remembered = 0
-        return max(highest, remembered) + 1
-
-    def has_landed(self, session: str) -> bool:
-        """Whether the session has landed anything, by one stat: the sequence file is written
-        after a session's first landed file is published (a session directory alone may hold
-        only what a killed collector never published)."""
-        return (self.session_dir(session) / _SEQ_FILE).exists()
-
-    def remember_seq(self, session: str, seq: int) -> None:
-        """Records that ``seq`` was used, so it is never handed out again.
-
-        The file is derived and written without a disk sync: after a power cut it may be
-        behind, empty or torn, and then the landed files, which are durable, still bound the
-        next number from below.
-        """
-        replace_derived(self.session_dir(session) / _SEQ_FILE, f"{seq}\n".encode())
-
-    @staticmethod
-    def landed_name(kind: str, seq: int) -> str:
-        return f"{kind}-{seq:08d}{LANDED_SUFFIX}"
+        """The session's directory; NotASession for an id not in Claude Code's form."""
+        return self.path / session_dir(session)
 
 
 _FS_TOPDIR_FL = 0x00020000
@@ -225,7 +130,7 @@ def collector_lock(root: Root, wait: bool = False) -> Iterator[None]:
     """
     private_dir(root.path)
     _check_owner(root)
-    fd = os.open(root.path / "_lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    fd = os.open(root.path / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))

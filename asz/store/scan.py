@@ -308,7 +308,8 @@ class _Scanner:
         raw = self.body[start:end]
         if b"\\" not in raw:
             return raw[1:-1].decode()
-        return json.loads(raw)  # an escaped spelling of a key still names that key
+        name: str = json.loads(raw)  # an escaped spelling of a key still names that key
+        return name
 
     def _array_items(self, start: int) -> tuple[list[tuple[int, int]], int]:
         """The spans of the elements of the array at ``start``, and where the array ends."""

@@ -18,25 +18,20 @@ import contextlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from asz.store.atomic import replace_derived
-from asz.store.framing import LandedFileError
-from asz.store.root import Root
-from asz.store.transcripts import (
-    MAIN_STREAM,
-    LandedWindow,
-    Reach,
-    landed_transcripts,
-    read_windows,
-)
+from asz.store.layout import TRANSCRIPT_KIND, transcripts_dir
+from asz.store.streams import MAIN_STREAM, LandedWindow, StreamReader
+
+if TYPE_CHECKING:
+    from asz.store.session import Session
 
 FACTS_FILE = "facts.json"
 SYNTHETIC_MODEL = "<synthetic>"
 _SCHEMA = 1
+_MAX_CACHE = 1 << 30
 _ASSISTANT = b'"assistant"'
 _PROMPT_ID = b'"promptId"'
 _CWD_KEY = b'"cwd"'
@@ -65,7 +60,7 @@ class SessionFacts:
 
 @dataclass(slots=True)
 class _SourceState:
-    reach: Reach = field(default_factory=Reach)
+    reader: StreamReader = field(default_factory=StreamReader)
     prompt: str | None = None
 
 
@@ -100,7 +95,7 @@ class FactsBuilder:
         state = self._sources.get(window.source)
         if state is None:
             state = self._sources[window.source] = _SourceState()
-        _off, _line, fresh = state.reach.take(window)
+        fresh = state.reader.take(window).data
         for start, end in self._lines_to_read(fresh):
             self._line(fresh[start:end], window.stream, state)
 
@@ -211,7 +206,7 @@ class FactsBuilder:
                     for key, call in facts.calls.items()
                 },
                 "sources": {
-                    source: [state.reach.end, state.reach.line, state.prompt]
+                    source: [state.reader.end, state.reader.line, state.prompt]
                     for source, state in self._sources.items()
                 },
             }
@@ -238,8 +233,8 @@ class FactsBuilder:
                 for key, (request, stream, prompt) in value["calls"].items()
             }
             for source, (end, line, prompt) in value["sources"].items():
-                reach = Reach(end=int(end), line=int(line), starts={int(end): int(line)})
-                builder._sources[source] = _SourceState(reach, prompt)
+                reader = StreamReader.resumed(int(end), int(line))
+                builder._sources[source] = _SourceState(reader, prompt)
         except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
             return None
         return builder
@@ -251,19 +246,23 @@ def _find(data: bytes, word: bytes, start: int, size: int) -> int:
     return size if found < 0 else found
 
 
-def facts_path(root: Root, session: str) -> Path:
-    return root.transcripts_dir(session) / FACTS_FILE
+def facts_path(session: str) -> str:
+    """Where the session's facts cache is, relative to the root."""
+    return f"{transcripts_dir(session)}/{FACTS_FILE}"
 
 
-def open_facts(root: Root, session: str) -> FactsBuilder:
+def open_facts(session: Session) -> FactsBuilder:
     """A session's facts caught up with every landed transcript file.
 
     Reads the cache, then only the files above its watermark; starts over when the cache is
     missing or the files at or below its watermark are not the ones it counted.
     """
-    landed = landed_transcripts(root, session)
+    backend = session.store.backend
+    landed = session.landed(TRANSCRIPT_KIND)
     try:
-        builder = FactsBuilder.from_bytes(session, facts_path(root, session).read_bytes())
+        builder = FactsBuilder.from_bytes(
+            session.id, backend.read(facts_path(session.id), _MAX_CACHE)
+        )
     except OSError:
         builder = None
     if builder is not None:
@@ -271,31 +270,28 @@ def open_facts(root: Root, session: str) -> FactsBuilder:
         if covered != builder.files:
             builder = None
     if builder is None:
-        builder = FactsBuilder(session)
+        builder = FactsBuilder(session.id)
         builder.changed = True
-    for item in landed:
-        if item.seq <= builder.watermark:
-            continue
-        try:
-            windows = read_windows(item.path, session)
-        except LandedFileError:
-            windows = []
-        builder.add_file(item.seq, windows)
+    newer = [item for item in landed if item.seq > builder.watermark]
+    windows: dict[int, list[LandedWindow]] = {item.seq: [] for item in newer}
+    for name, window in session.windows(newer, problems=[]):
+        windows[name.seq].append(window)
+    for seq, held in windows.items():
+        builder.add_file(seq, held)
     return builder
 
 
-def save_facts(root: Root, builder: FactsBuilder) -> None:
+def save_facts(session: Session, builder: FactsBuilder) -> None:
     """Writes the cache; only where the session already has landed transcripts."""
-    directory = root.transcripts_dir(builder.facts.session)
-    if directory.is_dir():
-        replace_derived(directory / FACTS_FILE, builder.to_bytes())
+    if session.stream_dirs():
+        session.store.backend.replace_derived(facts_path(session.id), builder.to_bytes())
 
 
-def load_facts(root: Root, session: str) -> SessionFacts:
+def load_facts(session: Session) -> SessionFacts:
     """The session's facts, as of every transcript file landed so far."""
-    builder = open_facts(root, session)
+    builder = open_facts(session)
     if builder.changed and builder.files:
         # A reader may not be able to write (a read-only root); the facts hold regardless.
         with contextlib.suppress(OSError):
-            save_facts(root, builder)
+            save_facts(session, builder)
     return builder.facts

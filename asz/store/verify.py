@@ -1,90 +1,112 @@
-"""``asz verify``: every landed file whole, every landed body rebuilding to its digest.
+"""``asz verify``: every kind of landed file whole, and everything in it holding.
 
-Verification starts from nothing but the files: it holds a fresh session per session
-directory, reads each file in sequence order (closing digest and record count checked) and
-rebuilds every body against the size and SHA-256 its manifest claims. Each problem names the
-file, the row and why; a damaged file does not stop the check of the others.
+Verification starts from nothing but the files. For each session:
+
+- body files: read in sequence order into a fresh session, every record checked against what
+  is held and rebuilt against the size and SHA-256 its manifest claims;
+- transcript streams: every window's bytes match their digest and line count, an append-only
+  source's windows follow each other (``asz.store.streams``), a snapshot starts at byte 0;
+- index files: every line has its offset and matches its digest, offsets only grow.
+
+Each problem names the file, the row and why; a damaged file does not stop the check of the
+others.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import hashlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from asz.store.codec import CodecError, Record, Repeat, SessionBodies
-from asz.store.framing import LandedFileError, read_file
-from asz.store.root import Root
+from asz.store.bodyreader import BodyLoader
+from asz.store.errors import Problem
+from asz.store.layout import INDEX_KIND, TRANSCRIPT_KIND, stream_key
 
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    session: str
-    file: str
-    row: int | None
-    why: str
-
-    def as_dict(self) -> dict:
-        return {"session": self.session, "file": self.file, "row": self.row, "why": self.why}
-
-    def __str__(self) -> str:
-        where = f"{self.file}: row {self.row}" if self.row is not None else self.file
-        return f"{where}: {self.why}"
+if TYPE_CHECKING:
+    from asz.store.session import Session
 
 
 @dataclass(slots=True)
 class VerifyReport:
+    """What a verification checked, and every problem it met (none means all holds)."""
+
     sessions: int = 0
     files: int = 0
     bodies: int = 0
     transcript_lines: int = 0
+    index_lines: int = 0
     problems: list[Problem] = field(default_factory=list)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "sessions": self.sessions,
             "files": self.files,
             "bodies": self.bodies,
             "transcript_lines": self.transcript_lines,
+            "index_lines": self.index_lines,
             "problems": [problem.as_dict() for problem in self.problems],
         }
 
 
-SessionCheck = Callable[[Root, str, VerifyReport], None]
+def verify_session(session: Session, report: VerifyReport) -> None:
+    """Checks every landed file of one session into ``report``."""
+    report.sessions += 1
+    _check_bodies(session, report)
+    _check_transcripts(session, report)
+    _check_index(session, report)
 
 
-def verify_bodies(root: Root, session: str, report: VerifyReport) -> None:
-    """Rebuilds every landed body of a session from its files alone."""
-    held = SessionBodies()
-    for item in root.landed(root.bodies_dir(session)):
-        report.files += 1
-        try:
-            landed = read_file(item.path)
-        except LandedFileError as err:
-            report.problems.append(Problem(session, str(item.path), err.row, err.why))
-            continue
+def _check_bodies(session: Session, report: VerifyReport) -> None:
+    loader = BodyLoader(session, rebuild_each=True, problems=report.problems)
+    loader.load_all()
+    report.files += len(loader.names)
+    report.bodies += loader.bodies
+
+
+def _check_transcripts(session: Session, report: VerifyReport) -> None:
+    describe = session.store.backend.describe
+    for directory in session.stream_dirs():
+        names = session.landed_in(directory)
+        report.files += len(names)
+        source: str | None = None
+        for name, window, fresh in session.stream(names, report.problems):
+
+            def problem(why: str, where: str = describe(name.path)) -> None:
+                session.problem(where, None, why, report.problems)
+
+            if name.kind != TRANSCRIPT_KIND:
+                problem(f"a {name.kind} file among landed transcripts")
+            source = source or window.source
+            if window.source != source or directory.rsplit("/", 1)[-1] != stream_key(source):
+                problem(f"holds {window.source}, which does not land in this dir")
+            if hashlib.sha256(window.payload).hexdigest() != window.sha256:
+                problem("its bytes do not match their sha256")
+            if window.payload.count(b"\n") != window.lines:
+                problem(f"does not hold the {window.lines} lines it claims")
+            if fresh is None:
+                if window.off != 0:
+                    problem("is a snapshot that does not start at byte 0")
+                continue
+            if not window.payload.endswith(b"\n"):
+                problem("does not end with a complete line")
+            if fresh.misfit:
+                problem(fresh.misfit)
+            report.transcript_lines += fresh.data.count(b"\n")
+
+
+def _check_index(session: Session, report: VerifyReport) -> None:
+    names = session.landed(INDEX_KIND)
+    report.files += len(names)
+    last = -1
+    for _name, landed in session.files(names, report.problems):
         for record in landed.records:
-            try:
-                held.add(Record(meta=record.meta, payload=record.payload))
-            except Repeat:
-                continue
-            except CodecError as err:
-                report.problems.append(Problem(session, str(item.path), record.row, str(err)))
-                continue
-            try:
-                held.rebuild(str(record.meta["id"]))
-            except CodecError as err:
-                report.problems.append(Problem(session, str(item.path), record.row, str(err)))
-                continue
-            report.bodies += 1
-
-
-def verify_root(
-    root: Root, sessions: Iterable[str] | None = None, checks: Iterable[SessionCheck] = ()
-) -> VerifyReport:
-    """Checks the named sessions (all of the root's when None) with every check given."""
-    report = VerifyReport()
-    for session in root.sessions() if sessions is None else sessions:
-        report.sessions += 1
-        for check in (verify_bodies, *checks):
-            check(root, session, report)
-    return report
+            off, digest = record.meta.get("off"), record.meta.get("sha256")
+            where = str(landed.path)
+            if not isinstance(off, int) or off <= last:
+                why = "has no offset, or one not after the line landed before it"
+                session.problem(where, record.row, why, report.problems)
+            else:
+                last = off
+            if digest != hashlib.sha256(record.payload).hexdigest():
+                session.problem(where, record.row, "does not match its sha256", report.problems)
+            report.index_lines += 1

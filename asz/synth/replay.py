@@ -140,7 +140,7 @@ class SessionReplay:
         made_up = Project.make(random.Random(session_id), Ids(random.Random(session_id)))
         self.project = replace(made_up, cwd=cwd or made_up.cwd)
         self.prompt_at: dict[str, str] = {}
-        self.spawns: dict[str, tuple[str, str | None]] = {}
+        self.spawns: dict[str, tuple[str | None, str | None]] = {}
         self.boundaries: list[tuple[str, list[bodies.Message]]] = []
 
     def run(self) -> Session:
@@ -313,7 +313,7 @@ class SessionReplay:
         tools: list[dict[str, Any]],
         floor: int,
     ) -> Body:
-        first = next(iter(call.messages), {"content": []})["content"]
+        first: list[dict[str, Any]] = next(iter(call.messages), {"content": []})["content"]
         first_text = next((b.get("text", "") for b in first if b.get("type") == "text"), "")
         billing = bodies.billing_block(
             bodies.version_suffix(first_text), self.ids.hex(5), prev_request, call.prompt_id

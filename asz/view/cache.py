@@ -24,10 +24,10 @@ from typing import Any
 
 import orjson
 
-from asz.store.root import Root
+from asz.store import BodyManifest, Session
 from asz.view.calls import Call, Transcript
-from asz.view.document import LazyBodies
-from asz.view.joins import LandedBody, join_session
+from asz.view.document import ParsedBodies, problems_of
+from asz.view.joins import join_session
 from asz.view.shapes import Shape, ShapeReader
 
 PRECEDENCE = (
@@ -153,14 +153,14 @@ def _compacted_between(transcript: Transcript, before: Call, after: Call) -> boo
 class _Report:
     """One session's rows: request shapes are read once each and kept small."""
 
-    def __init__(self, root: Root, session: str) -> None:
-        self.joined = join_session(root, session)
-        self.lazy = LazyBodies(root, session, self.joined.bodies)
+    def __init__(self, session: Session) -> None:
+        self.joined = join_session(session)
+        self.lazy = ParsedBodies(session)
         self._reader = ShapeReader()
         self._shapes: dict[str, Shape | None] = {}
         responses: dict[str, list[str]] = {}
         for body in self.joined.bodies.values():
-            request_id = body.keys.get("request_id")
+            request_id = body.keys.request_id
             if body.role == "response" and request_id:
                 responses.setdefault(request_id, []).append(body.record_id)
         self._response_of_request = {k: v[0] for k, v in responses.items() if len(v) == 1}
@@ -182,12 +182,12 @@ class _Report:
         message_id = joins.call_of.get(response) if response else None
         return joins.request_of.get(message_id) if message_id else None
 
-    def row(self, request: LandedBody) -> dict[str, Any]:
+    def row(self, request: BodyManifest) -> dict[str, Any]:
         joins = self.joined.joins
         calls = self.joined.transcript.calls
         message_id = joins.call_of.get(request.record_id)
         call = calls.get(message_id) if message_id else None
-        named = request.keys.get("prev_request")
+        named = request.keys.prev_request
         previous_id = self.previous(named) if named else None
         previous = self.shape(previous_id) if previous_id else None
         current = self.shape(request.record_id, previous_id)
@@ -226,15 +226,15 @@ class _Report:
         }
 
 
-def cache_report(root: Root, session: str) -> dict[str, Any]:
+def cache_report(session: Session) -> dict[str, Any]:
     """Rows (one per landed request, in landing order) and per-session totals."""
-    report = _Report(root, session)
+    report = _Report(session)
     rows = [report.row(body) for body in report.joined.bodies.values() if body.role == "request"]
     return {
-        "session": session,
+        "session": session.id,
         "rows": rows,
         "totals": _totals(rows),
-        "problems": report.joined.problems + report.lazy.problems,
+        "problems": problems_of(report.joined, report.lazy),
     }
 
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import orjson
 
+from asz.store import MAIN_STREAM, TranscriptLine
 from asz.store.session_facts import SYNTHETIC_MODEL
-from asz.store.transcripts import MAIN_STREAM, LandedLine
 
 
 @dataclass(slots=True)
@@ -124,7 +124,7 @@ class _Reader:
         self._cwds: dict[str, None] = {}
         self._dirs: dict[str, None] = {}
 
-    def line(self, landed: LandedLine) -> None:
+    def line(self, landed: TranscriptLine) -> None:
         result = self.result
         stream = result.streams.get(landed.stream)
         if stream is None:
@@ -162,7 +162,7 @@ class _Reader:
             if isinstance(data, dict) and data.get("type") == "agent_progress":
                 self._agent_start(_text(data.get("agentId")), _text(value.get("parentToolUseID")))
 
-    def _check_whole(self, stream: Stream, landed: LandedLine) -> None:
+    def _check_whole(self, stream: Stream, landed: TranscriptLine) -> None:
         cursor = self._cursors.get(landed.source)
         if cursor is None:
             cursor = self._cursors[landed.source] = _SourceCursor()
@@ -257,7 +257,7 @@ class _Reader:
         return result
 
 
-def read_transcript(lines: Iterable[LandedLine]) -> Transcript:
+def read_transcript(lines: Iterable[TranscriptLine]) -> Transcript:
     """Calls, streams and compactions of a session, from its landed lines in landed order."""
     reader = _Reader()
     for landed in lines:

@@ -10,81 +10,29 @@ written while the response streamed); a response is small. See ``docs/view.md``.
 
 from __future__ import annotations
 
-import hashlib
-import itertools
 from collections import Counter
 from typing import Any
 
 import orjson
 
-from asz.store.codec import CodecError, Record, SessionBodies
-from asz.store.framing import LandedFileError, read_file
-from asz.store.reader import BodyNotFound, SessionReader
-from asz.store.root import Root
+from asz.store import BodyNotFound, CodecError, Session
 from asz.view.calls import Call, Stream
-from asz.view.joins import JoinedSession, LandedBody, join_session, matching_prompt
+from asz.view.joins import JoinedSession, join_session, matching_prompt
 
 SCHEMA = "asz.view/1"
 
 
-class LazyBodies:
-    """Rebuilds bodies on demand, loading the session's body files only when it must.
+class ParsedBodies:
+    """A session's bodies parsed as JSON objects on demand; each that cannot be is a problem."""
 
-    A response rebuilds from its own record and the pieces it names, which are read straight
-    from the blobs of the landed records that hold them; the codec checks the result against
-    the response's digest. Anything else (a request, or a body that copies another) loads the
-    session's files through a ``SessionReader``, once, which rebuilds every record on the way.
-    """
-
-    def __init__(self, root: Root, session: str, bodies: dict[str, LandedBody]) -> None:
-        self._root = root
-        self._session = session
-        self._bodies = bodies
-        self._reader: SessionReader | None = None
-        self._alone = SessionBodies()
-        self._pieces: dict[str, bytes] | None = None
-        self._pieces_held: set[str] = set()
+    def __init__(self, session: Session) -> None:
+        self.session = session
         self.problems: list[str] = []
-
-    def _bytes(self, record_id: str) -> bytes:
-        landed = self._bodies.get(record_id)
-        if landed is not None and landed.record is not None:
-            try:
-                return self._rebuild_alone(landed.record)
-            except CodecError:
-                pass
-        if self._reader is None:
-            self._reader = SessionReader(self._root, self._session)
-        return self._reader.body(record_id)
-
-    def _rebuild_alone(self, record: Record) -> bytes:
-        record_id = str(record.meta.get("id"))
-        if not self._alone.holds(record_id):
-            for digest in _named_pieces(record) - self._pieces_held:
-                piece = self._piece_bytes().get(digest)
-                if piece is None:
-                    raise CodecError(f"no landed record holds piece {digest}")
-                self._alone.add(_piece_holder(digest, piece))
-                self._pieces_held.add(digest)
-            self._alone.add(record)
-        return self._alone.rebuild(record_id)
-
-    def _piece_bytes(self) -> dict[str, bytes]:
-        """The pieces any landed response names, from the session's landed records."""
-        if self._pieces is None:
-            wanted: set[str] = set()
-            for body in self._bodies.values():
-                if body.record is not None:
-                    wanted |= _named_pieces(body.record)
-            self._pieces = {}
-            if wanted:
-                self._pieces = read_pieces(self._root, self._session, wanted)
-        return self._pieces
 
     def body(self, record_id: str) -> bytes | None:
         """The body's exact bytes, or None (with the reason in ``problems``)."""
         try:
-            return self._bytes(record_id)
+            return self.session.body(record_id)
         except (BodyNotFound, CodecError) as err:
             self.problems.append(f"{record_id}: {err}")
             return None
@@ -117,65 +65,16 @@ class LazyBodies:
         return {"usage": usage, "stop_reason": value.get("stop_reason"), "cache_miss_reason": miss}
 
 
-def _named_pieces(record: Record) -> set[str]:
-    segs = record.meta.get("segs")
-    return {
-        seg[1]
-        for seg in (segs if isinstance(segs, list) else [])
-        if isinstance(seg, list) and len(seg) == 2 and seg[0] == "ref" and isinstance(seg[1], str)
-    }
+def problems_of(joined: JoinedSession, bodies: ParsedBodies) -> list[str]:
+    """Every problem met reading the session, then its bodies, each once."""
+    found = [str(problem) for problem in joined.session.problems] + bodies.problems
+    return list(dict.fromkeys(found))
 
 
-def _piece_holder(digest: str, piece: bytes) -> Record:
-    """A record holding one piece as its whole body, so the codec can resolve a reference
-    to it: its digest is the piece's, which the codec checks when it takes the record in."""
-    return Record(
-        meta={
-            "id": f"piece {digest}",
-            "role": "response",
-            "src": "",
-            "size": len(piece),
-            "sha256": digest,
-            "depth": 0,
-            "keys": {},
-            "blobs": [len(piece)],
-            "segs": [["new", 0]],
-        },
-        payload=piece,
-    )
-
-
-def read_pieces(root: Root, session: str, wanted: set[str]) -> dict[str, bytes]:
-    """The bytes of the pieces ``wanted`` (by SHA-256), from the ``new`` blobs of the session's
-    landed records; stops reading files once every one is found."""
-    found: dict[str, bytes] = {}
-    for item in root.landed(root.bodies_dir(session)):
-        try:
-            landed = read_file(item.path)
-        except LandedFileError:
-            continue
-        for record in landed.records:
-            blobs, segs = record.meta.get("blobs"), record.meta.get("segs")
-            if not isinstance(blobs, list) or not isinstance(segs, list):
-                continue
-            starts = [0, *itertools.accumulate(n if isinstance(n, int) else 0 for n in blobs)]
-            for seg in segs:
-                if isinstance(seg, list) and len(seg) == 2 and seg[0] == "new":
-                    index = seg[1]
-                    if isinstance(index, int) and 0 <= index < len(blobs):
-                        piece = record.payload[starts[index] : starts[index + 1]]
-                        digest = hashlib.sha256(piece).hexdigest()
-                        if digest in wanted:
-                            found.setdefault(digest, piece)
-        if len(found) == len(wanted):
-            break
-    return found
-
-
-def build_view(root: Root, session: str) -> dict[str, Any]:
+def build_view(session: Session) -> dict[str, Any]:
     """The view document of one session (see ``docs/view.md``)."""
-    joined = join_session(root, session)
-    responses = LazyBodies(root, session, joined.bodies)
+    joined = join_session(session)
+    responses = ParsedBodies(session)
     calls = [
         _call(joined, call, n, responses)
         for n, call in enumerate(joined.transcript.ordered_calls(), start=1)
@@ -198,7 +97,7 @@ def build_view(root: Root, session: str) -> dict[str, Any]:
             for epoch in joined.transcript.epochs
         ],
         "summary": _summary(joined, calls),
-        "problems": joined.problems + responses.problems,
+        "problems": problems_of(joined, responses),
     }
 
 
@@ -209,7 +108,7 @@ def _session(joined: JoinedSession) -> dict[str, Any]:
     )
     roles = Counter(body.role for body in joined.bodies.values())
     return {
-        "id": joined.session,
+        "id": joined.session.id,
         "directories": {"projects": transcript.project_dirs, "cwds": transcript.cwds},
         "first_time": transcript.first_time,
         "last_time": transcript.last_time,
@@ -250,7 +149,7 @@ def _stream(joined: JoinedSession, stream: Stream) -> dict[str, Any]:
     }
 
 
-def _call(joined: JoinedSession, call: Call, n: int, responses: LazyBodies) -> dict[str, Any]:
+def _call(joined: JoinedSession, call: Call, n: int, responses: ParsedBodies) -> dict[str, Any]:
     joins = joined.joins
     bodies = []
     facts = None

@@ -26,17 +26,10 @@ provider and take no part (they are not "the call before" either).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
-import orjson
-
-from asz.adapters.provider_index import PROVIDER_INDEX
-from asz.store.codec import Record
-from asz.store.framing import LandedFile, LandedFileError, read_file
-from asz.store.root import LandedPath, Root
-from asz.store.transcripts import MAIN_STREAM, iter_lines
+from asz.store import MAIN_STREAM, BodyManifest, Session
 from asz.view.calls import Call, Transcript, read_transcript
 
 NO_CALL = "no call names it"
@@ -46,25 +39,6 @@ AMBIGUOUS = "ambiguous"
 GAP = "gap"
 SYNTHETIC = "its call is synthetic"
 TAKEN = "its call is joined to another request"
-
-
-@dataclass(frozen=True, slots=True)
-class LandedBody:
-    """A body as its manifest tells it, and where it landed; never a request's bytes."""
-
-    record_id: str
-    role: str
-    keys: dict[str, str]
-    file: str
-    seq: int
-    row: int
-    record: Record | None = None
-    """A response's landed record, kept (responses are small) so that it can be rebuilt
-    without loading the session's earlier files when it names nothing in them."""
-
-    @property
-    def ref(self) -> dict[str, Any]:
-        return {"file": self.file, "seq": self.seq, "row": self.row}
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,90 +72,41 @@ class Joins:
 class JoinedSession:
     """Everything the view and the cache report start from: no body rebuilt yet."""
 
-    session: str
+    session: Session
     transcript: Transcript
-    bodies: dict[str, LandedBody]
+    bodies: dict[str, BodyManifest]
     index: list[IndexEntry]
     joins: Joins
-    problems: list[str]
 
 
-def _readable(
-    items: Iterable[LandedPath], problems: list[str]
-) -> Iterator[tuple[LandedPath, LandedFile]]:
-    """The landed files that read whole; each one that does not is a problem, not an end."""
-    for item in items:
-        try:
-            yield item, read_file(item.path)
-        except LandedFileError as err:
-            problems.append(str(err))
-
-
-def read_bodies(root: Root, session: str) -> tuple[dict[str, LandedBody], list[str]]:
-    """Every landed body's manifest, in landing order; the first landing of an id wins."""
-    bodies: dict[str, LandedBody] = {}
-    problems: list[str] = []
-    for item, landed in _readable(root.landed(root.bodies_dir(session)), problems):
-        for record in landed.records:
-            meta = record.meta
-            record_id, role, keys = meta.get("id"), meta.get("role"), meta.get("keys")
-            if not isinstance(record_id, str) or role not in ("request", "response"):
-                problems.append(f"{item.path}: row {record.row}: not a provider body manifest")
-                continue
-            if record_id in bodies:
-                continue
-            keys = keys if isinstance(keys, dict) else {}
-            bodies[record_id] = LandedBody(
-                record_id=record_id,
-                role=role,
-                keys={k: v for k, v in keys.items() if isinstance(v, str) and v},
-                file=item.path.name,
-                seq=item.seq,
-                row=record.row,
-                record=Record(meta, record.payload) if role == "response" else None,
-            )
-    return bodies, problems
-
-
-def read_index(root: Root, session: str) -> tuple[list[IndexEntry], list[str]]:
+def index_entries(session: Session) -> list[IndexEntry]:
     """The session's landed ``index.jsonl`` lines, as record ids and message ids."""
-    entries: list[IndexEntry] = []
-    problems: list[str] = []
-    for _item, landed in _readable(
-        root.landed(root.session_dir(session) / PROVIDER_INDEX), problems
-    ):
-        for record in landed.records:
-            try:
-                line = orjson.loads(record.payload)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(line, dict):
-                entries.append(
-                    IndexEntry(
-                        request=_record_id(line.get("request_file")),
-                        response=_record_id(line.get("response_file")),
-                        message_id=_string(line.get("message_id")),
-                    )
-                )
-    return entries, problems
+    return [
+        IndexEntry(
+            request=_record_id(line.get("request_file")),
+            response=_record_id(line.get("response_file")),
+            message_id=_string(line.get("message_id")),
+        )
+        for line in session.index_entries()
+    ]
 
 
-def join_session(root: Root, session: str) -> JoinedSession:
-    """Reads a session's transcripts, manifests and index lines, and joins them."""
-    transcript = read_transcript(iter_lines(root, session))
-    bodies, problems = read_bodies(root, session)
-    index, index_problems = read_index(root, session)
+def join_session(session: Session) -> JoinedSession:
+    """Reads a session's transcripts, manifests and index lines, and joins them; what did not
+    read is in ``session.problems``."""
+    transcript = read_transcript(session.transcript_lines())
+    bodies = session.manifests()
+    index = index_entries(session)
     return JoinedSession(
         session=session,
         transcript=transcript,
         bodies=bodies,
         index=index,
         joins=join(transcript, bodies, index),
-        problems=problems + index_problems,
     )
 
 
-def join(transcript: Transcript, bodies: dict[str, LandedBody], index: list[IndexEntry]) -> Joins:
+def join(transcript: Transcript, bodies: dict[str, BodyManifest], index: list[IndexEntry]) -> Joins:
     joins = Joins()
     calls = transcript.calls
     _join_responses(calls, bodies, index, joins)
@@ -191,14 +116,14 @@ def join(transcript: Transcript, bodies: dict[str, LandedBody], index: list[Inde
 
 
 def _join_responses(
-    calls: dict[str, Call], bodies: dict[str, LandedBody], index: list[IndexEntry], joins: Joins
+    calls: dict[str, Call], bodies: dict[str, BodyManifest], index: list[IndexEntry], joins: Joins
 ) -> None:
     indexed = _one_to_one((e.response, e.message_id) for e in index if e.response)
     by_message: dict[str, list[str]] = defaultdict(list)
     for body in bodies.values():
         if body.role != "response":
             continue
-        message_id = body.keys.get("message_id") or indexed.get(body.record_id)
+        message_id = body.keys.message_id or indexed.get(body.record_id)
         if message_id is None:
             joins.unjoined[body.record_id] = Unjoined(NO_MESSAGE, "the body has no message id")
         else:
@@ -219,7 +144,7 @@ def _join_responses(
 
 
 def _join_requests_by_index(
-    calls: dict[str, Call], bodies: dict[str, LandedBody], index: list[IndexEntry], joins: Joins
+    calls: dict[str, Call], bodies: dict[str, BodyManifest], index: list[IndexEntry], joins: Joins
 ) -> None:
     pairs = [
         (e.request, e.message_id)
@@ -234,7 +159,7 @@ def _join_requests_by_index(
 
 
 def _join_requests_by_keys(
-    transcript: Transcript, bodies: dict[str, LandedBody], joins: Joins
+    transcript: Transcript, bodies: dict[str, BodyManifest], joins: Joins
 ) -> None:
     calls_by_key: dict[tuple[str, str], list[Call]] = defaultdict(list)
     for call, key in _call_keys(transcript, bodies, joins):
@@ -243,11 +168,11 @@ def _join_requests_by_keys(
     for body in bodies.values():
         if body.role != "request" or body.record_id in joins.call_of:
             continue
-        prompt = body.keys.get("prompt")
+        prompt = body.keys.prompt
         if prompt is None:
             joins.unjoined[body.record_id] = Unjoined(NO_PROMPT, "the body names no cc_prompt_id")
             continue
-        requests_by_key[(body.keys.get("prev_request", ""), prompt)].append(body.record_id)
+        requests_by_key[(body.keys.prev_request or "", prompt)].append(body.record_id)
     for key, records in requests_by_key.items():
         keyed = calls_by_key.get(key, [])
         named = f"prompt {key[1]} after {key[0] or 'no request'}"
@@ -270,7 +195,7 @@ def _join_requests_by_keys(
 
 
 def _call_keys(
-    transcript: Transcript, bodies: dict[str, LandedBody], joins: Joins
+    transcript: Transcript, bodies: dict[str, BodyManifest], joins: Joins
 ) -> list[tuple[Call, tuple[str, str]]]:
     """(call, (previous request id, prompt)) for every call that carries such a pair."""
     keyed = []
@@ -287,12 +212,14 @@ def _call_keys(
     return keyed
 
 
-def _prev_request(previous: Call | None, bodies: dict[str, LandedBody], joins: Joins) -> str | None:
+def _prev_request(
+    previous: Call | None, bodies: dict[str, BodyManifest], joins: Joins
+) -> str | None:
     """'' for a stream's first call; None when the call before has no known request id."""
     if previous is None:
         return ""
     response = joins.response_of.get(previous.message_id)
-    return bodies[response].keys.get("request_id") if response else None
+    return bodies[response].keys.request_id if response else None
 
 
 def matching_prompt(transcript: Transcript, call: Call) -> str | None:

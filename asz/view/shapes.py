@@ -68,7 +68,7 @@ class Shape:
     betas: object
     effort: object
     thinking: object
-    messages: array
+    messages: array[int]
     roles: list[str]
     ttl: int
     """Lifetime in seconds of what this request writes: its newest marker's."""

@@ -1,15 +1,29 @@
-"""``asz sources``: what each adapter sees, without landing anything."""
+"""``asz sources``: what each adapter sees, without landing anything.
+
+It is the first thing to run when nothing lands: it names the directories asz reads, whether
+they exist, and how many sessions and bodies are there.
+"""
 
 from __future__ import annotations
 
-from asz.adapters.claude_code_provider import describe_sources
-from asz.adapters.discovery import discover
-from asz.bodykeys import is_session_id
+import argparse
+
+from asz.commands.exits import EXIT_OK
 from asz.config import Config
-from asz.output import print_json
+
+SUMMARY = "say what each adapter sees"
 
 
-def sources_command(config: Config, as_json: bool) -> int:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true")
+
+
+def run(args: argparse.Namespace, config: Config) -> int:
+    from asz.adapters.discovery import discover
+    from asz.adapters.provider_census import describe_sources
+    from asz.bodykeys import is_session_id
+    from asz.output import print_json
+
     found = discover(config.projects_dir)
     transcripts = {
         "dir": str(config.projects_dir),
@@ -20,9 +34,9 @@ def sources_command(config: Config, as_json: bool) -> int:
         "errors": found.errors,
     }
     bodies = describe_sources(config)
-    if as_json:
+    if args.json:
         print_json({"claude_code_local": transcripts, "claude_code_provider": bodies})
-        return 0
+        return EXIT_OK
     print("claude-code-local")
     print(f"  transcripts  : {transcripts['dir']}" + ("" if transcripts["exists"] else " (absent)"))
     print(f"  sessions     : {transcripts['sessions']} ({transcripts['files']} files)")
@@ -35,7 +49,7 @@ def sources_command(config: Config, as_json: bool) -> int:
             "  Claude Code writes bodies there when its environment has "
             f"OTEL_LOG_RAW_API_BODIES=file:{bodies['dir']}"
         )
-        return 0
+        return EXIT_OK
     print(f"  bodies       : {bodies['dir']}")
     print(f"  files        : {bodies['requests']} request(s), {bodies['responses']} response(s)")
     # Only UUID-form ids are printed: any other value is body text, which stays out of output.
@@ -51,4 +65,4 @@ def sources_command(config: Config, as_json: bool) -> int:
         f"  {len(bodies['sessions'])} session(s) named by requests; a response joins its "
         "session when it is collected"
     )
-    return 0
+    return EXIT_OK

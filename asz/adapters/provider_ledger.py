@@ -30,16 +30,14 @@ from pathlib import Path
 import structlog
 
 from asz.bodykeys import BodyKeys
+from asz.store import Store
 from asz.store.atomic import FILE_MODE, TEMP_PREFIX, fsync_dir, private_dir
-from asz.store.framing import LandedFileError, read_file
 from asz.store.root import Root
 
 LEDGER_NAME = "provider-ledger.sqlite"
 FORMAT = "asz.provider-ledger/1"
 UNKNOWN_MTIME = -1
 """The modification time of an entry rebuilt from a manifest: never equal to a real one."""
-KEY_FIELDS = ("model", "session", "prompt", "prev_request", "message_id", "request_id")
-"""The keys of ``BodyKeys``, in the order of its fields and of the ``key_*`` columns."""
 
 log = structlog.get_logger(__name__)
 
@@ -112,7 +110,7 @@ class LedgerEntry:
             self.sha256,
             self.state.value,
             self.session,
-            *(getattr(self.keys, key) for key in KEY_FIELDS),
+            *self.keys.as_tuple(),
         )
 
     @classmethod
@@ -246,8 +244,9 @@ class Ledger:
         return self._marks
 
     def set_facts_mark(self, session: str, mark: str, taken_ns: int) -> None:
-        if self.facts_marks().get(session) != (mark, taken_ns):
-            self._marks[session] = (mark, taken_ns)
+        marks = self.facts_marks()
+        if marks.get(session) != (mark, taken_ns):
+            marks[session] = (mark, taken_ns)
             self._write(
                 "INSERT OR REPLACE INTO facts_marks VALUES (?, ?, ?)", (session, mark, taken_ns)
             )
@@ -294,7 +293,7 @@ def open_ledger(path: Path, readonly: bool = False) -> Ledger:
         raise
 
 
-def load_ledger(root: Root) -> Ledger:
+def load_ledger(store: Store, root: Root) -> Ledger:
     """The ledger as last saved, or rebuilt from the landed manifests when it does not read."""
     path = ledger_path(root)
     if path.exists():
@@ -303,10 +302,10 @@ def load_ledger(root: Root) -> Ledger:
         except (sqlite3.Error, ValueError) as err:
             # Derived data: rebuilding it loses nothing, so this is a notice, not a pass error.
             log.warning("provider ledger rebuilt", path=str(path), why=str(err))
-    return rebuild_ledger(root)
+    return rebuild_ledger(store, root)
 
 
-def rebuild_ledger(root: Root) -> Ledger:
+def rebuild_ledger(store: Store, root: Root) -> Ledger:
     """A ledger of every landed body, from the manifests of every session's files, written
     whole under a temporary name and renamed into place.
 
@@ -315,7 +314,7 @@ def rebuild_ledger(root: Root) -> Ledger:
     """
     path = ledger_path(root)
     private_dir(path.parent)
-    entries, problems = _landed_entries(root)
+    entries, problems = _landed_entries(store)
     temp = path.with_name(f"{TEMP_PREFIX}{secrets.token_hex(8)}-{LEDGER_NAME}")
     try:
         _create(temp, entries)
@@ -346,39 +345,26 @@ def _create(path: Path, entries: Iterable[LedgerEntry]) -> None:
         db.close()
 
 
-def _landed_entries(root: Root) -> tuple[list[LedgerEntry], list[str]]:
+def _landed_entries(store: Store) -> tuple[list[LedgerEntry], list[str]]:
     entries: dict[str, LedgerEntry] = {}
     problems: list[str] = []
-    for session in root.sessions():
-        for landed in root.landed(root.bodies_dir(session)):
-            try:
-                landed_file = read_file(landed.path)
-            except LandedFileError as err:
-                problems.append(f"damaged landed file skipped: {err}")
+    for session_id in store.sessions():
+        session = store.open_session(session_id)
+        for manifest in session.manifests().values():
+            if os.path.basename(manifest.src) != manifest.src:
+                problems.append(f"{manifest.file}: row {manifest.row}: no provider-body source")
                 continue
-            for record in landed_file.records:
-                entry = _entry_from_manifest(record.meta, session)
-                if entry is None:
-                    problems.append(f"{landed.path}: row {record.row}: no provider-body manifest")
-                else:
-                    entries.setdefault(entry.name, entry)
+            entries.setdefault(
+                manifest.src,
+                LedgerEntry(
+                    manifest.src,
+                    manifest.size,
+                    UNKNOWN_MTIME,
+                    manifest.sha256,
+                    State.LANDED,
+                    session_id,
+                    manifest.keys,
+                ),
+            )
+        problems += [f"damaged landed file skipped: {problem}" for problem in session.problems]
     return list(entries.values()), problems
-
-
-def _entry_from_manifest(meta: dict, session: str) -> LedgerEntry | None:
-    src, size, sha256, keys = (
-        meta.get("src"),
-        meta.get("size"),
-        meta.get("sha256"),
-        meta.get("keys"),
-    )
-    if not (isinstance(src, str) and isinstance(size, int) and isinstance(sha256, str)):
-        return None
-    if os.path.basename(src) != src:
-        return None
-    if not isinstance(keys, dict):
-        keys = {}
-    clean = {
-        name: value for name, value in keys.items() if name in KEY_FIELDS and isinstance(value, str)
-    }
-    return LedgerEntry(src, size, UNKNOWN_MTIME, sha256, State.LANDED, session, BodyKeys(**clean))

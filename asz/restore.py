@@ -14,15 +14,11 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from asz.config import Config
+from asz.store import DamagedTranscript, Session, TranscriptNotFound
 from asz.store.atomic import AlreadyExists, private_dir, publish_new
-from asz.store.framing import LandedFileError
-from asz.store.root import Root
-from asz.store.transcripts import Reach, read_windows, stream_dirs
 
 
 @dataclass(slots=True)
@@ -34,42 +30,6 @@ class RestoreRefused(Exception):
 
     def __str__(self) -> str:
         return "; ".join(self.refused)
-
-
-@dataclass(slots=True)
-class _Restorable:
-    source: str
-    data: bytes
-    problem: str | None = None
-
-
-def _stream_bytes(root: Root, session: str, directory: Path) -> _Restorable | None:
-    """The bytes a stream dir gives back, or None when nothing of it landed."""
-    reach = Reach()
-    parts: list[bytes] = []
-    source: str | None = None
-    snapshot: bytes | None = None
-    problem: str | None = None
-    for item in root.landed(directory):
-        try:
-            windows = read_windows(item.path, session)
-        except LandedFileError as err:
-            problem = problem or str(err)
-            continue
-        for window in windows:
-            source = source or window.source
-            if window.source != source:
-                problem = problem or f"{item.path}: holds {window.source}, not {source}"
-            elif window.snapshot:
-                snapshot = window.payload
-            elif window.off > reach.end:
-                problem = problem or f"{item.path}: bytes {reach.end}-{window.off} never landed"
-            else:
-                parts.append(reach.take(window)[2])
-    if source is None:
-        return None
-    data = snapshot if snapshot is not None else b"".join(parts)
-    return _Restorable(source, data, problem)
 
 
 def safe_relpath(source: str) -> PurePosixPath | None:
@@ -96,7 +56,7 @@ def _no_links(base: Path, relpath: PurePosixPath) -> bool:
     return True
 
 
-def restore_session(root: Root, session: str, to_dir: Path) -> list[Path]:
+def restore_session(session: Session, to_dir: Path) -> list[Path]:
     """Writes the session's landed transcripts under ``to_dir``; returns the files now there.
 
     A file that already holds the same bytes counts as restored. Raises RestoreRefused after
@@ -105,25 +65,24 @@ def restore_session(root: Root, session: str, to_dir: Path) -> list[Path]:
     written: list[Path] = []
     refused: list[str] = []
     base = private_dir(to_dir)
-    for directory in stream_dirs(root, session):
-        restorable = _stream_bytes(root, session, directory)
-        if restorable is None:
-            continue
-        relpath = safe_relpath(restorable.source)
+    for source in session.transcript_paths():
+        relpath = safe_relpath(source)
         if relpath is None:
-            refused.append(f"{restorable.source}: refused, it would land outside {to_dir}")
+            refused.append(f"{source}: refused, it would land outside {to_dir}")
             continue
-        if restorable.problem:
-            refused.append(f"{restorable.source}: {restorable.problem}")
+        try:
+            data = session.transcript(source)
+        except (DamagedTranscript, TranscriptNotFound) as err:
+            refused.append(f"{source}: {err}")
             continue
         target = base.joinpath(*relpath.parts)
         if not _no_links(base, relpath):
-            refused.append(f"{restorable.source}: refused, a link or file is in the way")
+            refused.append(f"{source}: refused, a link or file is in the way")
             continue
         try:
-            publish_new(target, restorable.data)
+            publish_new(target, data)
         except AlreadyExists:
-            if not _holds(target, restorable.data):
+            if not _holds(target, data):
                 refused.append(f"{target}: exists with other bytes, left as it is")
                 continue
         written.append(target)
@@ -139,20 +98,3 @@ def _holds(path: Path, data: bytes) -> bool:
         return False
     with os.fdopen(fd, "rb") as handle:
         return stat.S_ISREG(os.fstat(fd).st_mode) and handle.read(len(data) + 1) == data
-
-
-def restore_command(config: Config, session: str, to_dir: Path) -> int:
-    """The command: 0 when every landed source is back, 1 otherwise."""
-    root = Root(config.root)
-    try:
-        written = restore_session(root, session, to_dir)
-    except RestoreRefused as err:
-        for problem in err.refused:
-            print(f"  refused: {problem}", file=sys.stderr)
-        print(f"restored {len(err.written)} file(s) under {to_dir}")
-        return 1
-    if not written:
-        print(f"asz: no landed transcripts of {session} under {root.path}", file=sys.stderr)
-        return 1
-    print(f"restored {len(written)} file(s) under {to_dir}")
-    return 0

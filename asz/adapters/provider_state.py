@@ -1,0 +1,113 @@
+"""What the provider adapter keeps between passes, and how it looks at named files again.
+
+A long-running collector keeps the provider ledger open and remembers which files its last
+pass left unsettled, so that a pass told which files changed (the watcher's hints) looks at
+those and these only, each with one ``lstat``, instead of listing a large directory.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from asz.adapters.provider_ledger import Ledger, ledger_path, load_ledger
+from asz.adapters.provider_source import Listing, SourceFile, parse_body_name
+from asz.bodykeys import is_session_id
+from asz.store import BODY_KIND
+from asz.store.bodies import BodyLander
+from asz.store.root import Root
+
+QUIET_NS = 1_000_000_000
+"""How long the bodies directory must have gone unchanged before a listing of it is trusted
+to stand until its mtime moves."""
+
+
+class ProviderState:
+    """What the adapter keeps from one pass to the next in one process.
+
+    The open ledger: reading every entry's stat again costs more than the rest of an idle pass
+    over a large directory. And the files the last pass left unsettled (anything but landed
+    at the stat it was judged at), so that a pass told which files changed looks at those and
+    these only. ``asz collect --once`` starts from a fresh state and closes it; the service
+    keeps one for its life. A pass that fails forgets everything, so the next one reopens the
+    ledger as last saved and lists the directory again.
+    """
+
+    def __init__(self) -> None:
+        self._ledger: Ledger | None = None
+        self._mark: tuple[int, ...] | None = None
+        self.unsettled: dict[str, SourceFile] | None = None
+        """None until a pass listed the whole directory."""
+        self.listed: tuple[int, ...] | None = None
+        """The directory's mark when it was last listed, if it had been quiet for a while."""
+
+    def check(self, root: Root) -> None:
+        """Forgets everything when the ledger's file is not the one this state last saved
+        (replaced, removed or written by anything else): the files must be judged afresh."""
+        if self._ledger is not None and self._mark != file_mark(ledger_path(root)):
+            self.close()
+
+    def ledger(self, bodies: BodyLander, root: Root) -> Ledger:
+        if self._ledger is None:
+            self._ledger = load_ledger(bodies.store, root)
+            self.saved(root)
+        return self._ledger
+
+    def saved(self, root: Root) -> None:
+        self._mark = file_mark(ledger_path(root))
+
+    def unmoved(self, directory: Path, bodies: BodyLander, root: Root) -> bool:
+        """Whether no file came or went in ``directory`` since it was last listed (its mtime
+        says so), and every session holding landed bodies still has them (else those bodies
+        are read and landed again, which only a listing finds)."""
+        if self.listed is None or self.listed != file_mark(directory):
+            return False
+        return all(
+            is_session_id(session) and (root.session_dir(session) / BODY_KIND).is_dir()
+            for session in self.ledger(bodies, root).landed_sessions()
+        )
+
+    def close(self) -> None:
+        """Closes the ledger (what was not saved is rolled back) and forgets the listing."""
+        if self._ledger is not None:
+            self._ledger.close()
+        self._ledger = None
+        self.unsettled = None
+        self.listed = None
+
+
+def look_again(directory: Path, names: Iterable[str]) -> Listing:
+    """The files of ``names`` that are there, as ``list_sources`` would list them, with one
+    ``lstat`` each; a name no longer there (or no longer a regular file) is left out."""
+    try:
+        exists = stat.S_ISDIR(os.stat(directory).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        exists = False
+    listing = Listing(exists=exists)
+    if not exists:
+        return listing
+    for name in sorted(names):
+        parsed = parse_body_name(name)
+        if parsed is None:
+            continue
+        try:
+            info = os.lstat(directory / name)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as err:
+            listing.errors.append(f"{name}: cannot be looked at: {err.strerror}")
+            continue
+        if stat.S_ISREG(info.st_mode):
+            listing.files.append(SourceFile(name, parsed[1], info.st_size, info.st_mtime_ns))
+    return listing
+
+
+def file_mark(path: Path) -> tuple[int, ...] | None:
+    """What changes whenever anything writes, replaces or removes the file at ``path``."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)

@@ -1,0 +1,178 @@
+"""Where each transcript source was last landed up to: the local adapter's own tracking state.
+
+Each landed stream has a cursor (``cursor.json`` in its stream directory) saying where the
+source's next window starts, what the source's bytes before that looked like, and the stat
+the source was last seen at. The cursor is derived: a window lands before the cursor moves,
+so a crash in between leaves a cursor behind the landed files; the cursor remembers the
+sequence number of the last window it covers, and a cursor that does not match the landed
+files (or is missing, empty or torn) is rebuilt from them. That check is also why the cursor
+is written without a disk sync: after a power cut, a cursor naming a landed file the disk lost
+no longer matches, so the source lands again from what the disk kept.
+
+A source whose bytes before the cursor changed (it shrank below the offset, or the digest of
+the ``CURSOR_TAIL_BYTES`` before the offset no longer matches) is a conflict: nothing more
+lands from it and it is counted on every pass while it stays so. Putting the landed bytes
+back, or removing the source, ends it. A source that disappears keeps everything landed
+(``source_gone``) and resumes if it comes back holding the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, fields
+
+import orjson
+
+from asz.adapters.source_files import FileStat
+from asz.store import LandedFileError, LandedName, Problem, Session
+from asz.store.layout import TRANSCRIPT_KIND, landed_name
+from asz.store.streams import APPEND
+
+CURSOR_FILE = "cursor.json"
+ACTIVE = "active"
+SOURCE_GONE = "source_gone"
+CONFLICT = "conflict"
+CURSOR_TAIL_BYTES = 1 << 20
+"""Bytes before a cursor's offset whose digest proves the source was only appended to."""
+
+_CURSOR_SCHEMA = 1
+_MAX_CURSOR_BYTES = 1 << 20
+_EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+
+
+@dataclass(slots=True)
+class Cursor:
+    """Where a source's next window starts, and what its bytes before that looked like.
+
+    ``tail_sha256`` digests the (up to) ``CURSOR_TAIL_BYTES`` before ``offset``; for a
+    snapshot source it digests the whole last landed copy, whose length is ``offset``.
+    """
+
+    source: str
+    shape: str = APPEND
+    offset: int = 0
+    line: int = 1
+    tail_sha256: str = _EMPTY_SHA256
+    last_seq: int = 0
+    dev: int | None = None
+    ino: int | None = None
+    size: int | None = None
+    mtime_ns: int | None = None
+    state: str = ACTIVE
+    reason: str = ""
+
+    def seen_as(self, seen: FileStat | None) -> bool:
+        """Whether the source is exactly as the cursor last saw it (so nothing can be new)."""
+        return seen is not None and (self.dev, self.ino, self.size, self.mtime_ns) == (
+            seen.dev,
+            seen.ino,
+            seen.size,
+            seen.mtime_ns,
+        )
+
+    def saw(self, seen: FileStat) -> None:
+        self.dev, self.ino, self.size, self.mtime_ns = seen.dev, seen.ino, seen.size, seen.mtime_ns
+
+    def to_bytes(self) -> bytes:
+        values = {name: getattr(self, name) for name in _CURSOR_FIELDS}
+        return orjson.dumps({"schema": _CURSOR_SCHEMA, **values}) + b"\n"
+
+
+_CURSOR_FIELDS = tuple(field.name for field in fields(Cursor))
+
+
+def cursor_path(stream_dir: str) -> str:
+    return f"{stream_dir}/{CURSOR_FILE}"
+
+
+def load_cursor(session: Session, stream_dir: str) -> Cursor | None:
+    """The cursor of a stream dir, or None when it is missing or unreadable (then rebuilt)."""
+    try:
+        value = orjson.loads(session.store.backend.read(cursor_path(stream_dir), _MAX_CURSOR_BYTES))
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(value, dict) or value.pop("schema", None) != _CURSOR_SCHEMA:
+        return None
+    try:
+        cursor = Cursor(**value)
+    except TypeError:
+        return None
+    if not isinstance(cursor.source, str) or not isinstance(cursor.offset, int):
+        return None
+    return cursor
+
+
+def save_cursor(session: Session, stream_dir: str, data: bytes) -> None:
+    session.store.backend.replace_derived(cursor_path(stream_dir), data)
+
+
+class Tail:
+    """The last ``CURSOR_TAIL_BYTES`` of a stream, kept as pieces and joined only for its
+    digest."""
+
+    def __init__(self, start: bytes = b"") -> None:
+        self.parts = [start]
+        self.size = len(start)
+
+    def add(self, data: bytes) -> None:
+        self.parts.append(data)
+        self.size += len(data)
+        while len(self.parts) > 1 and self.size - len(self.parts[0]) >= CURSOR_TAIL_BYTES:
+            self.size -= len(self.parts.pop(0))
+
+    def sha256(self) -> str:
+        joined = memoryview(b"".join(self.parts))
+        return hashlib.sha256(joined[-CURSOR_TAIL_BYTES:]).hexdigest()
+
+
+def rebuild_cursor(session: Session, files: list[LandedName], relpath: str, shape: str) -> Cursor:
+    """A stream's cursor derived from its landed files alone; LandedFileError when they do not
+    give the source's bytes back whole (a cursor is never rebuilt past a gap)."""
+    cursor = Cursor(source=relpath, shape=shape)
+    end, line = 0, 1
+    tail = Tail()
+    problems: list[Problem] = []
+    for name, window, fresh in session.stream(files, problems):
+        where = session.store.backend.describe(name.path)
+        if window.source != relpath:
+            raise LandedFileError(where, f"holds {window.source}, not {relpath}")
+        if fresh is None:
+            cursor.offset, cursor.line = len(window.payload), 1 + window.lines
+            cursor.tail_sha256 = hashlib.sha256(window.payload).hexdigest()
+            continue
+        if fresh.misfit:
+            raise LandedFileError(where, fresh.misfit)
+        tail.add(fresh.data)
+        end, line = fresh.offset + len(fresh.data), fresh.line + fresh.data.count(b"\n")
+    if problems:
+        raise LandedFileError(problems[0].file, problems[0].why, problems[0].row)
+    if files:
+        cursor.last_seq = files[-1].seq
+    if shape == APPEND:
+        cursor.offset, cursor.line = end, line
+        cursor.tail_sha256 = tail.sha256()
+    return cursor
+
+
+def mark_gone(session: Session, stream_dir: str) -> None:
+    """Records that a stream's source is gone; what landed stays, and it resumes if it returns."""
+    cursor = load_cursor(session, stream_dir)
+    if cursor is None or cursor.state == SOURCE_GONE:
+        return
+    cursor.state, cursor.reason = SOURCE_GONE, ""
+    cursor.dev = cursor.ino = cursor.size = cursor.mtime_ns = None
+    save_cursor(session, stream_dir, cursor.to_bytes())
+
+
+def still_landed(session: Session, stream_dir: str, cursor: Cursor) -> bool:
+    """Whether the landed file the cursor names as its last is there.
+
+    A cursor is written without a disk sync and the directory of a landed file is synced only
+    at the end of a pass, so a power cut can keep a cursor that saw the source as it is now
+    and lose the file it names: such a source must not be skipped, or that window would land
+    again only once the source grows. One look per unchanged source tells.
+    """
+    if cursor.last_seq == 0:
+        return True
+    named = f"{stream_dir}/{landed_name(TRANSCRIPT_KIND, cursor.last_seq)}"
+    return session.store.backend.exists(named)

@@ -1,0 +1,105 @@
+"""The ``asz`` command line: every command in one table, one module each, one set of exit codes.
+
+Each module in this package is one command: its ``SUMMARY`` (the help line), its
+``add_arguments(parser)`` and its ``run(args, config) -> int``. This module assembles them
+into one parser, loads the config, and turns a usage error into exit 2 (see :mod:`.exits`).
+The modules import their heavy parts inside ``run``, so ``asz --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from asz import __version__
+from asz.commands import (
+    body,
+    cache,
+    collect,
+    demo,
+    restore,
+    service,
+    sources,
+    synth,
+    verify,
+    view,
+)
+from asz.commands.exits import EXIT_FAILED, EXIT_USAGE, UsageError
+from asz.config import Config, ConfigError, load_config
+from asz.output import log_to_stderr
+
+
+class Command(Protocol):
+    """What a command module provides."""
+
+    SUMMARY: str
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace, config: Config) -> int: ...
+
+
+# In the order ``asz --help`` lists them.
+COMMANDS: dict[str, Command] = {
+    "collect": collect,
+    "verify": verify,
+    "body": body,
+    "view": view,
+    "cache": cache,
+    "service": service,
+    "sources": sources,
+    "restore": restore,
+    "synth": synth,
+    "demo": demo,
+}
+
+
+def _common() -> argparse.ArgumentParser:
+    # SUPPRESS lets --root/--config stand before or after the subcommand.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--root", type=Path, default=argparse.SUPPRESS, help="storage root")
+    common.add_argument("--config", type=Path, default=argparse.SUPPRESS, help="TOML config file")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = argparse.ArgumentParser(
+        prog="asz",
+        parents=[common],
+        description="Keep Claude Code's provider bodies and transcripts, deduplicated and "
+        "verified, joined to the calls they belong to.",
+    )
+    parser.add_argument("--version", action="version", version=f"asz {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, command in COMMANDS.items():
+        command.add_arguments(
+            sub.add_parser(
+                name, parents=[common], help=command.SUMMARY, description=command.SUMMARY
+            )
+        )
+    return parser
+
+
+def command_names() -> list[str]:
+    return sorted(COMMANDS)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    command = COMMANDS[args.command]
+    log_to_stderr()
+    try:
+        config = load_config(
+            config_file=getattr(args, "config", None), root=getattr(args, "root", None)
+        )
+        return command.run(args, config)
+    except (ConfigError, UsageError) as err:
+        print(f"asz: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return EXIT_FAILED

@@ -1,0 +1,31 @@
+"""``asz cache``: what broke the prompt cache at each request of a session, and what it cost.
+
+The report is built by :mod:`asz.view`; this module checks the session and prints it.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from asz.commands.args import landed_session
+from asz.commands.exits import EXIT_OK
+from asz.config import Config
+
+SUMMARY = "say what broke the prompt cache at each request, and what it cost"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("session")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def run(args: argparse.Namespace, config: Config) -> int:
+    from asz.output import print_json
+    from asz.view import cache_report, format_cache_report
+
+    report = cache_report(landed_session(config, args.session))
+    if args.json:
+        print_json(report)
+    else:
+        print(format_cache_report(report))
+    return EXIT_OK

@@ -1,0 +1,142 @@
+"""Rebuilding a session's landed bodies, loading its body files at most once and only as far
+as needed.
+
+A body may copy from bodies and name pieces in earlier files of its session, so in general
+rebuilding one means holding every record up to the one that has it, in landing order:
+:class:`BodyLoader` takes the files in sequence order only as far as it must and keeps what it
+took. A response usually copies nothing: when its manifest was read (``Session.manifests``)
+it is rebuilt from its own record and the pieces it names, found in the ``new`` blobs of the
+session's records, without holding any request; the codec still checks it against its digest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from asz.store.errors import BodyNotFound
+from asz.store.held import HeldBodies
+from asz.store.layout import BODY_KIND, LandedName
+from asz.store.manifest import CodecError, Record, Repeat, new_pieces, referenced_pieces
+
+if TYPE_CHECKING:
+    from asz.store.errors import Problem
+    from asz.store.framing import LandedFile
+    from asz.store.session import BodyManifest, Session
+
+
+class BodyLoader:
+    """Holds a session's body records in landing order, as far as asked (see the module).
+
+    Every record that does not hold is a problem of the session (or of ``problems``) naming
+    its file and row, and is skipped; with ``rebuild_each`` every record is also rebuilt as
+    it is taken, so that one that does not rebuild is named where it is.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        held: HeldBodies | None = None,
+        *,
+        rebuild_each: bool = False,
+        problems: list[Problem] | None = None,
+    ) -> None:
+        self.session = session
+        self.held = held if held is not None else HeldBodies()
+        self.rebuild_each = rebuild_each
+        self.problems = problems
+        self.names = session.landed(BODY_KIND)
+        self._files: Iterator[tuple[LandedName, LandedFile]] = session.files(self.names, problems)
+        self.bodies = 0
+        """Records taken (and, with ``rebuild_each``, rebuilt)."""
+
+    def step(self) -> bool:
+        """Takes the next file that reads; False when there is none left."""
+        taken = next(self._files, None)
+        if taken is None:
+            return False
+        _name, landed = taken
+        for record in landed.records:
+            try:
+                self.held.add(Record(meta=record.meta, payload=record.payload))
+                if self.rebuild_each:
+                    self.held.rebuild(str(record.meta["id"]))
+            except Repeat:
+                continue
+            except CodecError as err:
+                self.session.problem(str(landed.path), record.row, str(err), self.problems)
+                continue
+            self.bodies += 1
+        return True
+
+    def load_all(self) -> HeldBodies:
+        while self.step():
+            pass
+        return self.held
+
+    def rebuild(self, record_id: str) -> bytes | None:
+        """The body, loading files until one holds it; None when none does."""
+        while not self.held.holds(record_id):
+            if not self.step():
+                return None
+        return self.held.rebuild(record_id)
+
+
+class BodyReader:
+    """A session's bodies on demand: alone where the manifest allows, else through a loader."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._loader: BodyLoader | None = None
+        self._alone = HeldBodies()
+        self._pieces: dict[str, bytes] | None = None
+
+    def body(self, record_id: str, manifests: dict[str, BodyManifest] | None) -> bytes:
+        """The body's bytes; ``manifests`` are the session's when they were read."""
+        landed = manifests.get(record_id) if manifests is not None else None
+        if landed is not None and landed.record is not None:
+            try:
+                return self._rebuild_alone(landed.record, manifests or {})
+            except CodecError:
+                pass
+        if self._loader is None:
+            self._loader = BodyLoader(self.session)
+        body = self._loader.rebuild(record_id)
+        if body is None:
+            why = self.session.missing_body(record_id)
+            if record_id in self.session.manifests():
+                # Landed, but its record does not hold against what the session holds.
+                raise CodecError(why.replace(" holds no body ", " cannot rebuild body ", 1))
+            raise BodyNotFound(why)
+        return body
+
+    def _rebuild_alone(self, record: Record, manifests: dict[str, BodyManifest]) -> bytes:
+        record_id = str(record.meta.get("id"))
+        if not self._alone.holds(record_id):
+            for digest in referenced_pieces(record.meta):
+                piece = self._piece_bytes(manifests).get(digest)
+                if piece is None:
+                    raise CodecError(f"no landed record holds piece {digest}")
+                self._alone.hold_piece(piece)
+            self._alone.add(record)
+        return self._alone.rebuild(record_id)
+
+    def _piece_bytes(self, manifests: dict[str, BodyManifest]) -> dict[str, bytes]:
+        """The pieces any kept response names, from the ``new`` blobs of the session's landed
+        records; reading stops once every one is found."""
+        if self._pieces is None:
+            wanted: set[str] = set()
+            for manifest in manifests.values():
+                if manifest.record is not None:
+                    wanted |= referenced_pieces(manifest.record.meta)
+            self._pieces = {}
+            if wanted:
+                names = self.session.landed(BODY_KIND)
+                for _name, landed in self.session.files(names, problems=[]):
+                    for record in landed.records:
+                        for digest, piece in new_pieces(Record(record.meta, record.payload)):
+                            if digest in wanted:
+                                self._pieces.setdefault(digest, piece)
+                    if len(self._pieces) == len(wanted):
+                        break
+        return self._pieces

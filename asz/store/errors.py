@@ -1,0 +1,44 @@
+"""What goes wrong when a root is read, said the same way by every reader."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+class StoreError(Exception):
+    """What a reader of a root asked for is not there, or does not hold."""
+
+
+class UnknownSession(StoreError, LookupError):
+    """The root holds no landed session under that id."""
+
+
+class BodyNotFound(StoreError, LookupError):
+    """The session holds no body under that record id."""
+
+
+class TranscriptNotFound(StoreError, LookupError):
+    """The session holds no landed transcript of that path."""
+
+
+class DamagedTranscript(StoreError):
+    """What landed of a transcript does not give its bytes back whole (a gap, a damaged
+    file, windows of another source); the problems say where."""
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something in a landed file that does not hold: which session, file and row, and why."""
+
+    session: str
+    file: str
+    row: int | None
+    why: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"session": self.session, "file": self.file, "row": self.row, "why": self.why}
+
+    def __str__(self) -> str:
+        where = f"{self.file}: row {self.row}" if self.row is not None else self.file
+        return f"{where}: {self.why}"

@@ -1,0 +1,313 @@
+"""One landed session read back: its files, bodies, transcripts, index lines and facts.
+
+Every reader of a root reads through :class:`Session`, so a landed file is found, read and
+checked in one way, and a damaged one is skipped the same way everywhere: it becomes a
+:class:`Problem` in ``Session.problems`` and the rest of the session is still read.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from asz.bodykeys import BodyKeys
+from asz.store.bodyreader import BodyReader
+from asz.store.errors import (
+    BodyNotFound,
+    DamagedTranscript,
+    Problem,
+    TranscriptNotFound,
+)
+from asz.store.framing import MAX_CONTENT_BYTES, LandedFile, LandedFileError, decode_file
+from asz.store.layout import (
+    BODY_KIND,
+    INDEX_KIND,
+    STREAM_PREFIX,
+    TRANSCRIPT_KIND,
+    LandedName,
+    bodies_dir,
+    index_dir,
+    parse_landed,
+    stream_key,
+    transcripts_dir,
+)
+from asz.store.manifest import ROLES, Record
+from asz.store.session_facts import SessionFacts, load_facts
+from asz.store.streams import (
+    Fresh,
+    LandedWindow,
+    StreamReader,
+    TranscriptLine,
+    split_lines,
+    windows_of,
+)
+
+if TYPE_CHECKING:
+    from asz.store.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class BodyManifest:
+    """A landed body as its manifest tells it, and where it landed; never its bytes."""
+
+    record_id: str
+    role: str
+    keys: BodyKeys
+    src: str
+    size: int
+    sha256: str
+    file: str
+    seq: int
+    row: int
+    record: Record | None = None
+    """A response's landed record, kept (responses are small) so that it can be rebuilt
+    without loading the session's earlier files."""
+
+    @property
+    def ref(self) -> dict[str, Any]:
+        return {"file": self.file, "seq": self.seq, "row": self.row}
+
+
+@dataclass(frozen=True, slots=True)
+class IndexLine:
+    """One ``index.jsonl`` line as landed: its offset in Claude Code's file and its bytes."""
+
+    offset: int | None
+    data: bytes
+
+
+class Session:
+    """A landed session of a store (see the module)."""
+
+    def __init__(self, store: Store, session_id: str) -> None:
+        self.store = store
+        self.id = session_id
+        self.problems: list[Problem] = []
+        self._manifests: dict[str, BodyManifest] | None = None
+        self._bodies: BodyReader | None = None
+
+    # -- landed files ----------------------------------------------------------------------
+
+    def landed_in(self, directory: str) -> list[LandedName]:
+        """The landed files directly in ``directory``, of any kind, in sequence order."""
+        backend = self.store.backend
+        found = (parse_landed(directory, e.name) for e in backend.list(directory) if not e.is_dir)
+        return sorted(name for name in found if name is not None)
+
+    def stream_dirs(self) -> list[str]:
+        """Every stream directory of the session's landed transcripts, by name."""
+        base = transcripts_dir(self.id)
+        entries = self.store.backend.list(base)
+        names = sorted(e.name for e in entries if e.is_dir and e.name.startswith(STREAM_PREFIX))
+        return [f"{base}/{name}" for name in names]
+
+    def landed(self, kind: str | None = None) -> list[LandedName]:
+        """The session's landed files of ``kind`` (every kind when None), in sequence order."""
+        found: list[LandedName] = []
+        if kind in (None, BODY_KIND):
+            found += self.landed_in(bodies_dir(self.id))
+        if kind in (None, INDEX_KIND):
+            found += self.landed_in(index_dir(self.id))
+        if kind in (None, TRANSCRIPT_KIND):
+            for directory in self.stream_dirs():
+                found += self.landed_in(directory)
+        return sorted(name for name in found if kind is None or name.kind == kind)
+
+    def landed_bytes(self, kind: str | None = None) -> int:
+        """The bytes on disk of the session's landed files of ``kind`` (every kind when None)."""
+        return sum(self.store.backend.size(name.path) for name in self.landed(kind))
+
+    def read(self, name: LandedName) -> LandedFile:
+        """One landed file, checked whole; LandedFileError when it does not hold."""
+        where = self.store.backend.describe(name.path)
+        try:
+            data = self.store.backend.read(name.path, MAX_CONTENT_BYTES)
+        except OSError as err:
+            why = err.strerror if err.errno == errno.EFBIG else f"cannot be opened: {err.strerror}"
+            raise LandedFileError(where, str(why)) from None
+        return decode_file(where, data)
+
+    def files(
+        self, names: Iterable[LandedName], problems: list[Problem] | None = None
+    ) -> Iterator[tuple[LandedName, LandedFile]]:
+        """The files of ``names`` that read whole, in the order given; each that does not is a
+        problem (in ``problems``, else the session's), never an end."""
+        for name in names:
+            try:
+                yield name, self.read(name)
+            except LandedFileError as err:
+                self.problem(err.path, err.row, err.why, problems)
+
+    def problem(
+        self, file: str, row: int | None, why: str, problems: list[Problem] | None = None
+    ) -> None:
+        (self.problems if problems is None else problems).append(Problem(self.id, file, row, why))
+
+    # -- bodies ----------------------------------------------------------------------------
+
+    def manifests(self) -> dict[str, BodyManifest]:
+        """Every landed body's manifest by record id, in landing order; the first landing of
+        an id wins. Read once per session object."""
+        if self._manifests is None:
+            self._manifests = {}
+            for name, landed in self.files(self.landed(BODY_KIND)):
+                for record in landed.records:
+                    self._take_manifest(name, landed, record.row, record.meta, record.payload)
+        return self._manifests
+
+    def _take_manifest(
+        self, name: LandedName, landed: LandedFile, row: int, meta: dict[str, Any], payload: bytes
+    ) -> None:
+        assert self._manifests is not None
+        record_id, role = meta.get("id"), meta.get("role")
+        size, sha256, src = meta.get("size"), meta.get("sha256"), meta.get("src")
+        if not (
+            isinstance(record_id, str)
+            and role in ROLES
+            and isinstance(size, int)
+            and isinstance(sha256, str)
+            and isinstance(src, str)
+        ):
+            self.problem(str(landed.path), row, "not a provider body manifest")
+            return
+        if record_id in self._manifests:
+            return
+        self._manifests[record_id] = BodyManifest(
+            record_id=record_id,
+            role=str(role),
+            keys=BodyKeys.from_dict(meta.get("keys")),
+            src=src,
+            size=size,
+            sha256=sha256,
+            file=name.name,
+            seq=name.seq,
+            row=row,
+            record=Record(meta, payload) if role == "response" else None,
+        )
+
+    def body_ids(self) -> list[str]:
+        """Every landed body's record id (``<uuid>.request``, ``req_….response``), sorted."""
+        return sorted(self.manifests())
+
+    def manifest(self, record_id: str) -> BodyManifest:
+        found = self.manifests().get(record_id)
+        if found is None:
+            raise BodyNotFound(self.missing_body(record_id))
+        return found
+
+    def body(self, record_id: str) -> bytes:
+        """The exact bytes of a landed body; BodyNotFound, or CodecError when it does not
+        rebuild."""
+        if self._bodies is None:
+            self._bodies = BodyReader(self)
+        # A manifest already read may let the body be rebuilt alone; none is read for this.
+        return self._bodies.body(record_id, self._manifests)
+
+    def missing_body(self, record_id: str) -> str:
+        """Why the session has no body ``record_id``, with the problems met looking for it."""
+        detail = f" ({'; '.join(map(str, self.problems))})" if self.problems else ""
+        return f"session {self.id} holds no body {record_id}{detail}"
+
+    # -- transcripts -----------------------------------------------------------------------
+
+    def windows(
+        self, names: Iterable[LandedName], problems: list[Problem] | None = None
+    ) -> Iterator[tuple[LandedName, LandedWindow]]:
+        """The windows of the transcript files ``names`` that hold, in the order given."""
+        for name, landed in self.files(names, problems):
+            try:
+                windows = windows_of(landed, self.id)
+            except LandedFileError as err:
+                self.problem(err.path, err.row, err.why, problems)
+                continue
+            for window in windows:
+                yield name, window
+
+    def transcript_paths(self) -> list[str]:
+        """The path under Claude Code's projects directory of every landed transcript
+        source (what ``transcript`` takes, and where a restore puts it), sorted."""
+        paths = set()
+        for directory in self.stream_dirs():
+            for _name, window in self.windows(self.landed_in(directory)):
+                paths.add(window.source)
+                break
+        return sorted(paths)
+
+    def stream(
+        self, names: Iterable[LandedName], problems: list[Problem] | None = None
+    ) -> Iterator[tuple[LandedName, LandedWindow, Fresh | None]]:
+        """The windows of one stream's files, each with what it adds to its source read by the
+        rule of ``asz.store.streams`` (None for a snapshot, a whole copy of its own)."""
+        reader = StreamReader()
+        for name, window in self.windows(names, problems):
+            yield name, window, None if window.snapshot else reader.take(window)
+
+    def transcript(self, path: str) -> bytes:
+        """The exact bytes of a source as landed: every line up to the last one landed, or
+        the newest copy of a sidecar. TranscriptNotFound, or DamagedTranscript when what
+        landed does not give them back whole."""
+        problems: list[Problem] = []
+        directory = f"{transcripts_dir(self.id)}/{stream_key(path)}"
+        parts: list[bytes] = []
+        snapshot: bytes | None = None
+        found = False
+        for name, window, fresh in self.stream(self.landed_in(directory), problems):
+            found = True
+            where = self.store.backend.describe(name.path)
+            if window.source != path:
+                self.problem(where, None, f"holds {window.source}, not {path}", problems)
+            elif fresh is None:
+                snapshot = window.payload
+            else:
+                if fresh.misfit:
+                    self.problem(where, None, fresh.misfit, problems)
+                parts.append(fresh.data)
+        self.problems += problems
+        if problems:
+            raise DamagedTranscript("; ".join(map(str, problems)))
+        if not found:
+            raise TranscriptNotFound(f"session {self.id} holds no transcript {path}")
+        return snapshot if snapshot is not None else b"".join(parts)
+
+    def transcript_lines(self) -> Iterator[TranscriptLine]:
+        """Every landed transcript line, each once, in order within its source; sources in
+        the order they first landed. Snapshots are not lines; a damaged file's lines are
+        missing rather than wrong (the line numbers show where)."""
+        streams = [self.landed_in(directory) for directory in self.stream_dirs()]
+        streams.sort(key=lambda names: names[0].seq if names else 0)
+        for names in streams:
+            for _name, window, fresh in self.stream(names):
+                if fresh is not None:
+                    for start, number, data in split_lines(fresh):
+                        yield TranscriptLine(window.stream, window.source, number, start, data)
+
+    def facts(self) -> SessionFacts:
+        """What the session's transcripts say: calls, directories, cwds (kept up to date in a
+        derived cache file where the root can be written)."""
+        return load_facts(self)
+
+    # -- index lines -----------------------------------------------------------------------
+
+    def index_lines(self) -> list[IndexLine]:
+        """The session's landed ``index.jsonl`` lines, in the order they landed."""
+        return [
+            IndexLine(record.meta.get("off"), record.payload)
+            for _name, landed in self.files(self.landed(INDEX_KIND))
+            for record in landed.records
+        ]
+
+    def index_entries(self) -> list[dict[str, Any]]:
+        """The landed index lines that parse as JSON objects."""
+        entries = []
+        for line in self.index_lines():
+            try:
+                value = orjson.loads(line.data)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                entries.append(value)
+        return entries

@@ -1,0 +1,97 @@
+"""A storage root opened for reading and landing: its sessions, its writers, its verification."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from asz.bodykeys import is_session_id
+from asz.store.atomic import DirSyncs
+from asz.store.backend import Backend, LocalBackend
+from asz.store.errors import StoreError, UnknownSession
+from asz.store.layout import SEQ_FILE, session_dir
+from asz.store.session import Session
+from asz.store.verify import VerifyReport, verify_session
+from asz.store.writer import Batch, SessionWriter, read_seq_file
+
+
+class Store:
+    """One root, through one backend; ``compression`` is what files landed from here use."""
+
+    def __init__(self, backend: Backend, compression: str = "zstd") -> None:
+        self.backend = backend
+        self.compression = compression
+
+    @property
+    def location(self) -> str:
+        return self.backend.location
+
+    def sessions(self) -> list[str]:
+        """Every landed session's id, sorted; nothing else at the root is a session."""
+        return sorted(
+            entry.name
+            for entry in self.backend.list("")
+            if entry.is_dir and is_session_id(entry.name)
+        )
+
+    def session(self, session_id: str) -> Session:
+        """A landed session; NotASession for an id not in Claude Code's form, UnknownSession
+        when the root holds none under it."""
+        session_dir(session_id)
+        if session_id not in self.sessions():
+            raise UnknownSession(f"no session {session_id} under {self.location}")
+        return Session(self, session_id)
+
+    def open_session(self, session_id: str) -> Session:
+        """A session whether or not anything of it landed yet (for landing into it)."""
+        session_dir(session_id)
+        return Session(self, session_id)
+
+    def verify(self, sessions: Iterable[str] | None = None) -> VerifyReport:
+        """Checks every kind of landed file of the named sessions (every session when None):
+        each file whole, every body rebuilding to its digest, every transcript stream and
+        index line holding."""
+        report = VerifyReport()
+        for session_id in self.sessions() if sessions is None else sessions:
+            verify_session(self.open_session(session_id), report)
+        return report
+
+    # -- landing ---------------------------------------------------------------------------
+
+    def has_landed(self, session_id: str) -> bool:
+        """Whether the session has landed anything, by one look: its ``seq`` file is written
+        once its first landed file is published (a session directory alone may hold only what
+        a killed collector never published)."""
+        return self.backend.exists(f"{session_dir(session_id)}/{SEQ_FILE}")
+
+    def next_seq(self, session_id: str) -> int:
+        """The number the session's next landed file takes: above every landed file, and
+        above the number its ``seq`` file remembers (so removing the newest file cannot make
+        a number be used twice)."""
+        landed = self.open_session(session_id).landed()
+        highest = landed[-1].seq if landed else 0
+        return max(highest, read_seq_file(self.backend, session_id)) + 1
+
+    def batch(self, defer: DirSyncs | None = None) -> Batch:
+        return Batch(self.backend, defer)
+
+    def writer(self, session_id: str, batch: Batch) -> SessionWriter:
+        """The writer every landing into the session goes through (``asz.store.writer``)."""
+        session_dir(session_id)
+        return SessionWriter(
+            self.backend,
+            session_id,
+            batch,
+            compression=self.compression,
+            next_seq=lambda: self.next_seq(session_id),
+        )
+
+
+def open_store(location: str | os.PathLike[str], *, compression: str = "zstd") -> Store:
+    """The root at ``location``: a directory today (a bucket's URL is refused until a backend
+    for it exists). Opening reads nothing; a missing directory is an empty root."""
+    text = os.fspath(location)
+    if "://" in text:
+        raise StoreError(f"{text}: only a directory can be a root")
+    return Store(LocalBackend(Path(text)), compression)
