@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 from hypothesis import strategies as st
 
-from asz.store.scan import MIN_PIECE, Shape
+from asz.store.scan import MIN_PIECE, Layout
 
 SESSION = "0b7e4c1a-5d2f-4e8b-9c3a-7f6e5d4c3b2a"
 MODEL = "claude-opus-4-6"
@@ -246,12 +246,12 @@ class JsonWriter:
         self.pieces: list[tuple[int, int]] = []
         self.first_message: tuple[int, int] | None = None
 
-    def document(self, top: Obj) -> tuple[bytes, Shape]:
+    def document(self, top: Obj) -> tuple[bytes, Layout]:
         """Write a top-level object; return its bytes and the shape the scanner should find."""
         self.out += self.space
         self._object(top, top_level=True, cut=True)
         self.out += self.space
-        return bytes(self.out), Shape(pieces=self.pieces, first_message=self.first_message)
+        return bytes(self.out), Layout(pieces=self.pieces, first_message=self.first_message)
 
     def _value(self, value: object, cut: bool) -> None:
         if isinstance(value, Obj):

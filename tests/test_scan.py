@@ -10,10 +10,10 @@ from bodies import SPACING, TOOLS, TOP, Chain, JsonWriter, Obj, interleaved
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asz.store.scan import MIN_PIECE, NotCuttable, Shape, scan_body, scan_rest
+from asz.store.scan import MIN_PIECE, Layout, NotCuttable, scan_body, scan_rest
 
 
-def spans_text(body: bytes, shape: Shape) -> list[bytes]:
+def spans_text(body: bytes, shape: Layout) -> list[bytes]:
     return [body[start:end] for start, end in shape.pieces]
 
 

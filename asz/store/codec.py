@@ -45,7 +45,7 @@ from asz.store.manifest import (
     dumps_meta,
     whole_record,
 )
-from asz.store.scan import MIN_PIECE, NotCuttable, Shape, require_json_object, scan_body, scan_rest
+from asz.store.scan import MIN_PIECE, Layout, NotCuttable, require_json_object, scan_body, scan_rest
 
 __all__ = [
     "MAX_BODY",
@@ -72,9 +72,9 @@ OTHER_TIPS = 8
 @dataclass(frozen=True, slots=True)
 class _Scanned:
     """What cutting a body learned that the next body of its chain can use: where its pieces
-    are, where a scan may resume (``shape``), and each piece's digest by span."""
+    are, where a scan may resume (``layout``), and each piece's digest by span."""
 
-    shape: Shape
+    layout: Layout
     digests: dict[tuple[int, int], str]
 
 
@@ -125,7 +125,7 @@ class SessionBodies(HeldBodies):
         records this session cuts itself (a store then checks them again, read back from
         disk). Records from anywhere else go through ``add``. A request that becomes its
         chain's tip keeps its body (no rebuild before the next request copies it) and its
-        shape (the next request's scan resumes from it).
+        layout (the next request's scan resumes from it).
         """
         record, entry, new_pieces, scanned = self._encode(
             record_id, role, src, body, keys, sha256=sha256, json_object=json_object
@@ -174,24 +174,24 @@ class SessionBodies(HeldBodies):
                 require_json_object(body)
             chain = self._known_front(body) if role == "request" else None
             if chain is None:
-                shape = scan_body(body, checked=True)
-                first = shape.first_message
+                layout = scan_body(body, checked=True)
+                first = layout.first_message
                 chain = chain_of(body[first[0] : first[1]]) if role == "request" and first else None
                 base, length = self._copy_base(body, chain)
             else:
                 base, length = self._copy_base(body, chain)
-                shape = self._shape_after(body, base, length)
+                layout = self._layout_after(body, base, length)
         except NotCuttable as err:
             return self._resolved(whole_record(head, body, keys, None, err.why))
         record, entry, new_pieces, digests = self._cut(
-            head, body, keys, shape, chain, base=base, pos=length
+            head, body, keys, layout, chain, base=base, pos=length
         )
         try:
             self._require_rebuilds_to(entry, body)
         except CodecError as err:
             why = f"the cut record does not rebuild the body: {err}"
             return self._resolved(whole_record(head, body, keys, chain, why))
-        return record, entry, new_pieces, _Scanned(shape, digests)
+        return record, entry, new_pieces, _Scanned(layout, digests)
 
     def _resolved(
         self, record: Record
@@ -208,22 +208,22 @@ class SessionBodies(HeldBodies):
         for chain, record_id in reversed(self._tips.items()):
             scanned = self._scans.get(record_id)
             tip = self._cache.get(record_id)
-            if scanned is None or scanned.shape.first_message is None or tip is None:
+            if scanned is None or scanned.layout.first_message is None or tip is None:
                 continue
-            end = scanned.shape.first_message[1] + 1
+            end = scanned.layout.first_message[1] + 1
             if body.startswith(memoryview(tip)[:end]):
                 return chain
         return None
 
-    def _shape_after(self, body: bytes, base: Entry | None, length: int) -> Shape:
-        """The body's shape, scanned only from the base's last mark within the shared front."""
+    def _layout_after(self, body: bytes, base: Entry | None, length: int) -> Layout:
+        """The body's layout, scanned only from the base's last mark within the shared front."""
         scanned = self._scans.get(base.record_id) if base is not None else None
         if base is not None and scanned is not None:
-            shape = scanned.shape
-            i = bisect_right(shape.marks, length) - 1
+            layout = scanned.layout
+            i = bisect_right(layout.marks, length) - 1
             if i >= 0:
                 base_body = self._body(base.record_id)
-                return scan_rest(body, shape, shape.marks[i], base_body, checked=True)
+                return scan_rest(body, layout, layout.marks[i], base_body, checked=True)
         return scan_body(body, checked=True)
 
     def _cut(
@@ -231,14 +231,14 @@ class SessionBodies(HeldBodies):
         head: dict[str, Any],
         body: bytes,
         keys: BodyKeys,
-        shape: Shape,
+        layout: Layout,
         chain: str | None,
         *,
         base: Entry | None,
         pos: int,
     ) -> tuple[Record, Entry, dict[str, memoryview], dict[tuple[int, int], str]]:
         """The record of ``body``, copying ``pos`` bytes of ``base``'s front (less where that
-        would end inside a piece) and cutting the rest at the shape's pieces; the entry and
+        would end inside a piece) and cutting the rest at the layout's pieces; the entry and
         new pieces holding it adds, as resolving the record would make them; and the digests
         of the pieces cut.
 
@@ -257,7 +257,7 @@ class SessionBodies(HeldBodies):
             parts.append(view[start:end])
 
         # Never end inside a piece: stop at the start of the piece the front runs into.
-        pieces = shape.pieces
+        pieces = layout.pieces
         i = bisect_left(pieces, (pos, 0)) - 1
         if i >= 0 and pieces[i][1] > pos:
             pos = pieces[i][0]
@@ -275,7 +275,7 @@ class SessionBodies(HeldBodies):
         if base is not None and known is not None:
             base_view = memoryview(self._body(base.record_id))
             moved = len(body) - len(base_view)
-        for start, end in shape.pieces[bisect_left(shape.pieces, (pos, 0)) :]:
+        for start, end in layout.pieces[bisect_left(layout.pieces, (pos, 0)) :]:
             if start > pos:
                 own("lit", pos, start)
             digest = known.digests.get((start - moved, end - moved)) if known else None

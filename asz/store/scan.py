@@ -82,7 +82,7 @@ class NotCuttable(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class Shape:
+class Layout:
     """Where a body may be cut.
 
     ``pieces`` are sorted, non-overlapping ``(start, end)`` byte spans; ``first_message`` is the
@@ -100,7 +100,7 @@ class Shape:
     keys_after: tuple[int, ...] = ()
 
 
-def scan_body(body: bytes, *, checked: bool = False) -> Shape:
+def scan_body(body: bytes, *, checked: bool = False) -> Layout:
     """Validate ``body`` as one JSON object in UTF-8 and find its pieces.
 
     ``checked`` says orjson already parsed this very body as an object (the collector parses
@@ -118,8 +118,8 @@ def scan_body(body: bytes, *, checked: bool = False) -> Shape:
 
 
 def scan_rest(
-    body: bytes, base: Shape, mark: int, base_body: bytes, *, checked: bool = False
-) -> Shape:
+    body: bytes, base: Layout, mark: int, base_body: bytes, *, checked: bool = False
+) -> Layout:
     """The shape of ``body``, whose first ``mark`` bytes are those of ``base_body`` (whose
     shape is ``base``, and ``mark`` one of ``base.marks``), scanning as little as it can.
 
@@ -147,7 +147,7 @@ def scan_rest(
             part = _members_until(body[mark:end], base.first_message[0] - mark)
             if part is not None:
                 after = base.pieces[bisect_left(base.pieces, (key, 0)) :]
-                return Shape(
+                return Layout(
                     pieces=front
                     + [(start + mark, stop + mark) for start, stop in part.pieces]
                     + [(start + moved, stop + moved) for start, stop in after],
@@ -164,7 +164,7 @@ def scan_rest(
     scanner.first_message = (base.first_message[0] - mark, base.first_message[1] - mark)
     scanner.messages_from(0)
     found_rest = scanner.shape()
-    return Shape(
+    return Layout(
         pieces=front + [(start + mark, stop + mark) for start, stop in found_rest.pieces],
         first_message=base.first_message,
         marks=kept_marks + tuple(at + mark for at in found_rest.marks),
@@ -173,7 +173,7 @@ def scan_rest(
     )
 
 
-def _members_until(part: bytes, first_message_start: int) -> Shape | None:
+def _members_until(part: bytes, first_message_start: int) -> Layout | None:
     """The shape of ``part``: the rest of a ``messages`` array from an element on, then top-level
     members up to the key ``part`` ends at; None when ``part`` is not that. Everything scanned
     lies inside ``part``, so what it finds is what a scan of the whole body finds there."""
@@ -255,9 +255,9 @@ class _Scanner:
         self.keys_after: list[int] = []
         self.ended_at_key = False
 
-    def shape(self) -> Shape:
+    def shape(self) -> Layout:
         longs = self._long_values(_gaps(self.tools_arrays, len(self.text)))
-        return Shape(
+        return Layout(
             pieces=sorted(self.tool_pieces + longs),
             first_message=self.first_message,
             marks=tuple(self.marks),

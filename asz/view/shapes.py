@@ -25,8 +25,7 @@ from typing import Any
 import orjson
 
 from asz.store.codec import common_prefix
-from asz.store.scan import NotCuttable, scan_body, scan_rest
-from asz.store.scan import Shape as Cut
+from asz.store.scan import Layout, NotCuttable, scan_body, scan_rest
 
 SHORT_TTL = 5 * 60
 LONG_TTL = 60 * 60
@@ -160,7 +159,7 @@ class _Read:
     """A request as the base of the next one of its chain."""
 
     body: bytes
-    cut: Cut
+    cut: Layout
     messages: list[_Message]
 
 
@@ -243,7 +242,7 @@ def _element(body: bytes, start: int, end: int, *, last: bool) -> bytes:
     return raw
 
 
-def _without_messages(body: bytes, cut: Cut) -> bytes:
+def _without_messages(body: bytes, cut: Layout) -> bytes:
     """The request with an empty ``messages`` array: what is left to parse once the messages
     are read one by one."""
     assert cut.first_message is not None and cut.messages_end is not None
