@@ -73,6 +73,32 @@ def test_a_session_or_body_that_is_not_there_exits_2(run_asz, tmp_path: Path) ->
     assert b"holds no body x.request" in result.stderr
 
 
+@pytest.mark.parametrize(
+    "command", [["view"], ["cache"], ["verify"], ["restore", "--to", "out"], ["body", "x.request"]]
+)
+def test_every_reading_command_exits_2_for_a_session_that_is_not_there(
+    run_asz, tmp_path: Path, command: list[str]
+) -> None:
+    unknown = "11111111-2222-4333-8444-555555555555"
+    args = [command[0], "--root", str(FIXTURE_ROOT), unknown, *command[1:]]
+    result = run_asz(*args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert f"no session {unknown}".encode() in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_view_names_a_damaged_transcript_file_among_its_problems(
+    run_asz, tmp_path: Path
+) -> None:
+    root = tmp_path / "root"
+    shutil.copytree(FIXTURE_ROOT, root)
+    damaged = sorted((root / FIXTURE_SESSION / "transcripts").rglob("transcript-*.asz"))[0]
+    damaged.write_bytes(damaged.read_bytes()[:-9])
+    result = run_asz("view", "--root", str(root), FIXTURE_SESSION)
+    problems = json.loads(result.stdout)["problems"]
+    assert any(problem.startswith(f"{damaged}: ") for problem in problems), problems
+
+
 def test_sources_names_only_real_session_ids(run_asz, tmp_path: Path) -> None:
     bodies = tmp_path / "claude" / "asz" / "provider-bodies"
     bodies.mkdir(parents=True)
