@@ -77,20 +77,31 @@ class LandedFile:
         return int(self.header["seq"])
 
 
-def encode_file(
+@dataclass(frozen=True, slots=True)
+class Framed:
+    """A landed file as framed for writing: its whole header (format and stamp added), its
+    content before compression, and the bytes to write."""
+
+    header: dict[str, Any]
+    content: bytes
+    data: bytes
+
+
+def frame(
     header: dict[str, Any],
     records: Iterable[tuple[dict[str, Any], bytes]],
     compression: str,
     level: int = ZSTD_LEVEL,
-) -> bytes:
-    """The exact bytes of a landed file holding ``records`` in order.
+) -> Framed:
+    """A landed file holding ``records`` in order.
 
     The header gets the format, the time of writing and the writer's version added, so every
     kind of landed file says when and by what it was written. ``level`` is the zstd level: a
     kind of file landed in bulk may trade a little size for a lot of time.
     """
     stamp = {"at": datetime.now(UTC).isoformat(timespec="microseconds"), "writer": WRITER}
-    parts = [orjson.dumps({"format": FORMAT, **header, **stamp}), b"\n"]
+    full = {"format": FORMAT, **header, **stamp}
+    parts = [orjson.dumps(full), b"\n"]
     count = 0
     for count, (meta, payload) in enumerate(records, start=1):
         parts.append(orjson.dumps({"r": count, "n": len(payload), "m": meta}))
@@ -103,9 +114,29 @@ def encode_file(
     closing = {"end": FORMAT, "records": count, "sha256": digest.hexdigest()}
     parts.append(orjson.dumps(closing) + b"\n")
     content = b"".join(parts)
-    if compression == "none":
-        return content
-    return _compressor(level).compress(content)
+    data = content if compression == "none" else _compressor(level).compress(content)
+    return Framed(full, content, data)
+
+
+def encode_file(
+    header: dict[str, Any],
+    records: Iterable[tuple[dict[str, Any], bytes]],
+    compression: str,
+    level: int = ZSTD_LEVEL,
+) -> bytes:
+    """The exact bytes of a landed file holding ``records`` in order (see :func:`frame`)."""
+    return frame(header, records, compression, level).data
+
+
+def content_of_own(data: bytes) -> bytes:
+    """The content of a file this process framed, in one call: its frame declares its size,
+    so, unlike a file read from a root (:func:`decode_file`), it needs no cap."""
+    if not data.startswith(ZSTD_MAGIC):
+        return data
+    decompressor: zstandard.ZstdDecompressor | None = getattr(_compressors, "decompressor", None)
+    if decompressor is None:
+        decompressor = _compressors.decompressor = zstandard.ZstdDecompressor()
+    return decompressor.decompress(data)
 
 
 _compressors = threading.local()
@@ -113,7 +144,8 @@ _compressors = threading.local()
 
 def _compressor(level: int) -> zstandard.ZstdCompressor:
     """This thread's compressor for ``level``: one is not safe to share between threads, and
-    setting one up costs more than compressing a small file."""
+    setting one up costs more than compressing a small file (likewise the decompressor that
+    reads back what this thread wrote)."""
     cache: dict[int, zstandard.ZstdCompressor] | None = getattr(_compressors, "by_level", None)
     if cache is None:
         cache = _compressors.by_level = {}

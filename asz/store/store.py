@@ -38,8 +38,7 @@ class Store:
     def session(self, session_id: str) -> Session:
         """A landed session; NotASession for an id not in Claude Code's form, UnknownSession
         when the root holds none under it."""
-        session_dir(session_id)
-        if session_id not in self.sessions():
+        if not self.backend.list(session_dir(session_id)):
             raise UnknownSession(f"no session {session_id} under {self.location}")
         return Session(self, session_id)
 

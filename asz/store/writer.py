@@ -7,8 +7,9 @@ Every kind of landed file (bodies, transcript windows, index lines) lands throug
    the session's ``seq`` file remembers, so a number is never used twice;
 2. it frames the records (``asz.store.framing``) at the zstd level of their kind;
 3. it writes them under a temporary name, reads them back from where they were written, and
-   checks that they decode to exactly what was framed (and whatever the caller checks
-   besides, a body rebuilding for instance) before anything is published;
+   checks that they are the bytes written and decompress to exactly what was framed (and
+   whatever the caller checks besides, every body rebuilding for instance) before anything
+   is published;
 4. it publishes them with the other files of its :class:`Batch`, after one flush of them all,
    never replacing a file;
 5. it remembers the highest number used, once the batch is published.
@@ -27,7 +28,14 @@ from typing import Any
 from asz.store.atomic import DirSyncs
 from asz.store.backend import Backend, TempFile
 from asz.store.crashpoints import crash_point
-from asz.store.framing import ZSTD_LEVEL, LandedFile, LandedFileError, decode_file, encode_file
+from asz.store.framing import (
+    ZSTD_LEVEL,
+    LandedFile,
+    LandedFileError,
+    LandedRecord,
+    content_of_own,
+    frame,
+)
 from asz.store.layout import (
     BODY_KIND,
     INDEX_KIND,
@@ -181,7 +189,7 @@ class SessionWriter:
         """
         seq = self.next_seq()
         written = list(records)
-        data = encode_file(
+        framed = frame(
             {"kind": kind, "session": self.session, "seq": seq, **header},
             written,
             self.compression,
@@ -190,12 +198,15 @@ class SessionWriter:
         path = f"{directory}/{landed_name(kind, seq)}"
         point = CRASH_POINTS[kind]
 
-        def read_back(data: bytes) -> None:
-            landed = decode_file(self.backend.describe(path), data)
-            if landed.seq != seq or [(r.meta, r.payload) for r in landed.records] != written:
-                raise ReadBackError(self.backend.describe(path), "did not read back as written")
+        def read_back(back: bytes) -> None:
+            # The bytes on disk are those written, and they give back the content framed:
+            # the records in it are then exactly ``written``, and ``check`` sees those.
+            where = self.backend.describe(path)
+            if back != framed.data or content_of_own(back) != framed.content:
+                raise ReadBackError(where, "did not read back as written")
             if check is not None:
-                check(landed)
+                rows = [LandedRecord(row, *record) for row, record in enumerate(written, 1)]
+                check(LandedFile(where, framed.header, rows))
             crash_point(f"{point}.written")
 
         def on_published() -> None:
@@ -203,11 +214,11 @@ class SessionWriter:
             if published is not None:
                 published()
 
-        self.batch.stage(path, data, check=read_back, published=on_published)
+        self.batch.stage(path, framed.data, check=read_back, published=on_published)
         if not self._pending:
             self._pending = True
             self.batch.then(self._remember)
-        return Landed(seq, path, len(data))
+        return Landed(seq, path, len(framed.data))
 
     def _remember(self) -> None:
         """Records the highest number published, so it is never handed out again. The file
