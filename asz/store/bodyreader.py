@@ -103,11 +103,11 @@ class BodyReader:
             self._loader = BodyLoader(self.session)
         body = self._loader.rebuild(record_id)
         if body is None:
-            why = self.session.missing_body(record_id)
+            session, said = self.session.id, self.session.problems_said()
             if record_id in self.session.manifests():
                 # Landed, but its record does not hold against what the session holds.
-                raise CodecError(why.replace(" holds no body ", " cannot rebuild body ", 1))
-            raise BodyNotFound(why)
+                raise CodecError(f"session {session} cannot rebuild body {record_id}{said}")
+            raise BodyNotFound(f"session {session} holds no body {record_id}{said}")
         return body
 
     def _rebuild_alone(self, record: Record, manifests: dict[str, BodyManifest]) -> bytes:

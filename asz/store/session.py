@@ -196,7 +196,7 @@ class Session:
     def manifest(self, record_id: str) -> BodyManifest:
         found = self.manifests().get(record_id)
         if found is None:
-            raise BodyNotFound(self.missing_body(record_id))
+            raise BodyNotFound(f"session {self.id} holds no body {record_id}{self.problems_said()}")
         return found
 
     def body(self, record_id: str) -> bytes:
@@ -207,10 +207,9 @@ class Session:
         # A manifest already read may let the body be rebuilt alone; none is read for this.
         return self._bodies.body(record_id, self._manifests)
 
-    def missing_body(self, record_id: str) -> str:
-        """Why the session has no body ``record_id``, with the problems met looking for it."""
-        detail = f" ({'; '.join(map(str, self.problems))})" if self.problems else ""
-        return f"session {self.id} holds no body {record_id}{detail}"
+    def problems_said(self) -> str:
+        """The problems met so far, as the end of a message: `` (a; b)``, or nothing."""
+        return f" ({'; '.join(map(str, self.problems))})" if self.problems else ""
 
     # -- transcripts -----------------------------------------------------------------------
 
