@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURE_ROOT, FIXTURE_SESSION
 
-from asz.cli import command_names
+from asz.commands import command_names
 
 COMMANDS = command_names()
 
