@@ -1,11 +1,13 @@
 """Configuration: built-in defaults, an optional TOML file, the environment, path resolution.
 
 Precedence, highest first: command-line flags, environment (``ASZ_ROOT``), the config file,
-built-in defaults. The Claude Code directory follows Claude Code's own lookup
-(``$CLAUDE_CONFIG_DIR``, then ``$XDG_CONFIG_HOME/claude``, then ``~/.claude``) unless the config
-file names it. A config file is strict: an unknown key or a value of the wrong type is refused
-with a message naming the key and the file, because a silently ignored typo in a long-running
-service is a bug nobody sees.
+built-in defaults. Claude Code's directories are those the config file's ``claude_dir`` names,
+else those ``$CLAUDE_CONFIG_DIR`` names (comma-separated), else every one of
+``$XDG_CONFIG_HOME/claude`` (``~/.config/claude``) and ``~/.claude`` that exists: Claude Code
+documents ``~/.claude`` but some versions wrote to ``~/.config/claude``, so a user may have
+either or both, and asz reads all of them as one. A config file is strict: an unknown key or a
+value of the wrong type is refused with a message naming the key and the file, because a
+silently ignored typo in a long-running service is a bug nobody sees.
 """
 
 from __future__ import annotations
@@ -65,7 +67,8 @@ class Config:
     """Everything a command needs, with paths already resolved to absolute ones."""
 
     root: Path
-    claude_dir: Path
+    claude_dir: Path | tuple[Path, ...]
+    """Claude Code's directory, or several, in the order they are read (see ``claude_dirs``)."""
     compression: str = "zstd"
     sessions: SessionFilter = SessionFilter()
     adapters: Adapters = Adapters()
@@ -73,24 +76,52 @@ class Config:
     source_file: Path | None = None
 
     @property
-    def projects_dir(self) -> Path:
-        """Where Claude Code keeps its transcripts."""
-        return _resolve_source(
-            self.adapters.claude_code_local.source_root, self.claude_dir / "projects"
+    def claude_dirs(self) -> tuple[Path, ...]:
+        """Claude Code's directories, in order: where the same file is in two, the first wins."""
+        return self.claude_dir if isinstance(self.claude_dir, tuple) else (self.claude_dir,)
+
+    @property
+    def projects_dirs(self) -> tuple[Path, ...]:
+        """Where Claude Code keeps its transcripts: each directory's ``projects``, or the one
+        ``adapters.claude_code_local.source_root`` names instead of all of them."""
+        return _sources(self.adapters.claude_code_local.source_root, self.claude_dirs, PROJECTS)
+
+    @property
+    def bodies_dirs(self) -> tuple[Path, ...]:
+        """Where Claude Code writes provider bodies when told ``file:<dir>``: each directory's
+        ``asz/provider-bodies``, or the one ``adapters.claude_code_provider.source_root``
+        names instead of all of them."""
+        return _sources(self.adapters.claude_code_provider.source_root, self.claude_dirs, BODIES)
+
+    @property
+    def source_dirs(self) -> tuple[Path, ...]:
+        """Every directory the enabled adapters read: the transcripts', then the bodies'."""
+        local, provider = self.adapters.claude_code_local, self.adapters.claude_code_provider
+        return (self.projects_dirs if local.enabled else ()) + (
+            self.bodies_dirs if provider.enabled else ()
         )
 
     @property
+    def projects_dir(self) -> Path:
+        """The first transcripts directory: where a caller that writes a capture of its own
+        (a benchmark, a test) puts it."""
+        return self.projects_dirs[0]
+
+    @property
     def bodies_dir(self) -> Path:
-        """Where Claude Code writes provider bodies when told ``file:<dir>``."""
-        configured = self.adapters.claude_code_provider.source_root
-        return _resolve_source(configured, self.claude_dir / "asz" / "provider-bodies")
+        """The first bodies directory, for the same callers as ``projects_dir``."""
+        return self.bodies_dirs[0]
 
 
 COMPRESSIONS = ("zstd", "none")
+PROJECTS = Path("projects")
+BODIES = Path("asz") / "provider-bodies"
 
 
-def _resolve_source(configured: str, default: Path) -> Path:
-    return _absolute(Path(configured)) if configured else default
+def _sources(configured: str, claude_dirs: tuple[Path, ...], below: Path) -> tuple[Path, ...]:
+    if configured:
+        return (_absolute(Path(configured)),)
+    return tuple(directory / below for directory in claude_dirs)
 
 
 def _absolute(path: Path) -> Path:
@@ -101,13 +132,34 @@ def _home(env: Mapping[str, str]) -> Path:
     return Path(env["HOME"]) if env.get("HOME") else Path.home()
 
 
-def default_claude_dir(env: Mapping[str, str]) -> Path:
-    """Claude Code's own lookup of its configuration directory."""
-    if env.get("CLAUDE_CONFIG_DIR"):
-        return _absolute(Path(env["CLAUDE_CONFIG_DIR"]))
-    if env.get("XDG_CONFIG_HOME"):
-        return _absolute(Path(env["XDG_CONFIG_HOME"]) / "claude")
-    return _home(env) / ".claude"
+def default_claude_dirs(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """Claude Code's directories when the config file names none.
+
+    Those ``$CLAUDE_CONFIG_DIR`` names, comma-separated, whether or not they exist (naming one
+    is asking for it). Else every one of ``$XDG_CONFIG_HOME/claude`` (``~/.config/claude``)
+    and ``~/.claude`` that exists; when neither does, both, so that ``asz sources`` shows
+    where it looked and a service watches both until Claude Code makes one.
+    """
+    named = split_dirs(env.get("CLAUDE_CONFIG_DIR", ""))
+    if named:
+        return named
+    config_home = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else None
+    candidates = _unique(
+        [
+            _absolute(config_home / "claude") if config_home else _home(env) / ".config" / "claude",
+            _home(env) / ".claude",
+        ]
+    )
+    return tuple(path for path in candidates if path.is_dir()) or candidates
+
+
+def split_dirs(text: str) -> tuple[Path, ...]:
+    """The directories a comma-separated list names, absolute, each once, in order."""
+    return _unique([_absolute(Path(part.strip())) for part in text.split(",") if part.strip()])
+
+
+def _unique(paths: list[Path]) -> tuple[Path, ...]:
+    return tuple(dict.fromkeys(paths))
 
 
 def default_root(env: Mapping[str, str]) -> Path:
@@ -142,10 +194,10 @@ def load_config(
     raw_root = table.pop("root", None)
     raw_claude = table.pop("claude_dir", None)
     _check_str(raw_root, "root", where)
-    _check_str(raw_claude, "claude_dir", where)
+    named = _claude_dirs_named(raw_claude, where)
     base = Config(
         root=default_root(env),
-        claude_dir=_absolute(Path(raw_claude)) if raw_claude else default_claude_dir(env),
+        claude_dir=named or default_claude_dirs(env),
         source_file=path if where != "the defaults" else None,
     )
     merged = _merge(base, table, where, prefix="")
@@ -173,6 +225,18 @@ def _read_toml(path: Path) -> dict[str, Any]:
 def _check_str(value: Any, key: str, where: str) -> None:
     if value is not None and not isinstance(value, str):
         raise ConfigError(f"{where}: {key} must be a string, not {type(value).__name__}")
+
+
+def _claude_dirs_named(value: Any, where: str) -> tuple[Path, ...]:
+    """The directories the file's ``claude_dir`` names: one string, or a list of them (an
+    empty string names none, as if the key were absent)."""
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        return (_absolute(Path(value)),)
+    if isinstance(value, list) and value and all(isinstance(item, str) and item for item in value):
+        return _unique([_absolute(Path(item)) for item in value])
+    raise ConfigError(f"{where}: claude_dir must be a string or a non-empty list of strings")
 
 
 _NOT_IN_FILE = {"source_file"}

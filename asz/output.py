@@ -1,8 +1,9 @@
-"""Writing machine-readable output: one compact JSON document per line on stdout.
+"""Where a command's output goes: what it means to print on stdout, what the parts log on stderr.
 
 Stdout carries only what a command means to print, so ``--json`` output is JSON and nothing
-else; what the parts log on the way (a rebuilt ledger, say) goes to stderr. The service sends
-its log to stdout on purpose and sets that up itself.
+else; what the parts log on the way (a rebuilt ledger, say) goes to stderr, in words on a
+terminal and as JSON lines elsewhere (:mod:`asz.daemon.logs`). The service sends its log to
+stdout on purpose and sets that up itself.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import sys
 
 import orjson
-import structlog
+
+from asz.daemon.logs import configure_logging
 
 
 def print_json(value: object) -> None:
@@ -18,6 +20,7 @@ def print_json(value: object) -> None:
     sys.stdout.buffer.flush()
 
 
-def log_to_stderr() -> None:
-    """Sends what the parts log to stderr (structlog prints to stdout unless told)."""
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+def log_to_stderr(log_format: str = "auto") -> None:
+    """Sends what the parts log to stderr (structlog prints to stdout unless told), in
+    ``log_format`` (``auto``: console lines on a terminal, JSON lines elsewhere)."""
+    configure_logging(sys.stderr, log_format)

@@ -18,6 +18,7 @@ from asz.config import Config
 from asz.store.bodies import BodyLander
 from asz.store.root import Root
 from asz.tally import Tally
+from asz.words import count, listing, size
 
 WRITE_FAILED = (OSError, sqlite3.Error)
 """What a write to the root raises when the disk is full or failing (the provider ledger is an
@@ -34,12 +35,12 @@ def run_pass(
     changed_bodies: Collection[str] | None = None,
     rescan: bool = False,
 ) -> Tally:
-    """Lands everything new under the Claude Code directory; the caller holds the root lock.
+    """Lands everything new under the Claude Code directories; the caller holds the root lock.
 
     A long-running caller keeps ``provider`` from pass to pass, and may say which body files
-    changed since its last pass (``changed_bodies``, names in the bodies directory) so that
-    the bodies directory is not listed; on a ``rescan`` it is still listed when its mtime
-    moved. ``asz collect --once`` gives none of these.
+    changed since its last pass (``changed_bodies``, file names in any bodies directory) so
+    that the bodies directories are not listed; on a ``rescan`` they are still listed when an
+    mtime moved. ``asz collect --once`` gives none of these.
     """
     started = time.monotonic()
     counts = Tally()
@@ -79,18 +80,45 @@ def _stopped(part: str, err: Exception) -> str:
     return f"{part} stopped part way: {err}"
 
 
-def pass_line(counts: Tally) -> str:
-    """The one human line a pass prints."""
-    fields = [
-        f"sessions={len(counts.sessions)}",
-        f"landed={counts.landed}",
-        f"records={counts.records}",
-        f"lines={counts.transcript_lines_landed}",
-        f"bodies_landed={counts.bodies_landed}",
-        f"bodies_waiting={counts.bodies_waiting}",
-        f"bodies_unreadable={counts.bodies_unreadable}",
-        f"bodies_excluded={counts.bodies_excluded}",
-        f"conflicts={counts.conflicts}",
-        f"errors={len(counts.errors)}",
+def pass_line(counts: Tally, held: str = "", *, timed: bool = True) -> str:
+    """The one human line a pass says, in the words every command counts in: what landed (or
+    that nothing new did, and then ``held``, what the root already holds), what is left
+    waiting and why, and what went wrong; ``timed`` adds how long it took."""
+    if counts.landed or counts.index_lines:
+        said = _landed(counts)
+    elif counts.conflicts or counts.errors:
+        said = "nothing landed"
+    else:
+        said = f"nothing new: {held}" if held else "nothing new"
+    left = [
+        (counts.bodies_waiting, "body", " waiting for their session"),
+        (counts.bodies_settling, "body", " still being written"),
+        (counts.bodies_unreadable, "unreadable body", ""),
+        (counts.bodies_excluded, "body", _FILTERED),
+        (counts.sessions_excluded, "session", _FILTERED),
+        (counts.transcripts_unattributed, "transcript", " naming no session"),
+        (counts.conflicts, "conflict", ""),
+        (len(counts.errors), "error", ""),
     ]
-    return f"pass: {' '.join(fields)} ({counts.seconds:.3f}s)"
+    line = "; ".join([said, *(count(number, noun) + tail for number, noun, tail in left if number)])
+    return f"{line} ({counts.seconds:.3f} s)" if timed else line
+
+
+_FILTERED = " left out by the session filter"
+
+
+def _landed(counts: Tally) -> str:
+    what = [
+        count(number, noun)
+        for number, noun in (
+            (counts.bodies_landed, "body"),
+            (counts.transcript_lines_landed, "transcript line"),
+            (counts.index_lines, "index line"),
+        )
+        if number
+    ]
+    return (
+        f"landed {listing(what)} of {count(len(counts.sessions), 'session')}: "
+        f"{size(counts.source_bytes)} read, {size(counts.landed_bytes)} stored in "
+        f"{count(counts.files, 'landed file')}"
+    )

@@ -31,6 +31,11 @@ class Tally:
     landed_bytes: int = 0
     """Bytes of the landed files written for them."""
     bodies_waiting: int = 0
+    """Bodies no session claims yet."""
+    bodies_settling: int = 0
+    """Bodies still being written: not one JSON value yet and written less than
+    ``unreadable_after`` ago, or changed while read. Left alone until judged, so they are
+    neither waiting (which would say no session claims them) nor unreadable."""
     bodies_unreadable: int = 0
     bodies_excluded: int = 0
     transcripts_unattributed: int = 0
@@ -38,8 +43,6 @@ class Tally:
     pending: int = 0
     """Sources with more to land than one pass lands."""
     conflict_sources: list[str] = field(default_factory=list)
-    new_conflicts: list[tuple[str, str]] = field(default_factory=list)
-    """(source, reason) of the conflicts found in this pass, for the log."""
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -74,8 +77,8 @@ class Tally:
 
     @property
     def complete(self) -> bool:
-        """Waiting and unreadable bodies never fail a pass; conflicts, errors and sources
-        left pending do."""
+        """Waiting, settling and unreadable bodies never fail a pass; conflicts, errors and
+        sources left pending do."""
         return not self.conflict_sources and not self.errors
 
     @property
@@ -90,6 +93,7 @@ class Tally:
             "records": self.records,
             "bodies_landed": self.bodies_landed,
             "bodies_waiting": self.bodies_waiting,
+            "bodies_settling": self.bodies_settling,
             "bodies_unreadable": self.bodies_unreadable,
             "bodies_excluded": self.bodies_excluded,
             "transcript_lines_landed": self.transcript_lines_landed,

@@ -24,7 +24,12 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from bodies import CHILD_REMINDER, MAIN_REMINDER, SUBAGENT_TOOLS, Chain, filler, uuid_like
+try:
+    from bodies import CHILD_REMINDER, MAIN_REMINDER, SUBAGENT_TOOLS, Chain, filler, uuid_like
+except ImportError as err:  # the tests' body generator sits beside their hypothesis strategies
+    raise SystemExit(
+        f"bench/codec_core.py needs the test extras ({err.name} is missing): pip install '.[test]'"
+    ) from None
 
 from asz.bodykeys import read_keys
 from asz.store.codec import SessionBodies

@@ -36,10 +36,11 @@ import threading
 import time
 from pathlib import Path
 
+# The tests' helpers that need nothing but what ``pip install .`` installs.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from conftest import asz_executable
-from test_service import Claude, child_env, request_body
+from claude_dir import Claude, request_body
+from harness import asz_command, child_env
 
 from asz.store import BODY_KIND, LandedFileError, LandedName, open_store
 
@@ -55,10 +56,10 @@ class Service:
         self.receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.receiver.bind(str(self.notify_dir / "notify"))
         self.log = (work / "service.log").open("ab")
-        env = child_env(work, claude, {"NOTIFY_SOCKET": str(self.notify_dir / "notify")})
+        env = child_env(work / "home", claude, {"NOTIFY_SOCKET": str(self.notify_dir / "notify")})
         self.started = time.monotonic()
         self.process = subprocess.Popen(
-            [*asz_executable(), "collect", "--root", str(root), *flags],
+            [*asz_command(), "collect", "--root", str(root), *flags],
             env=env,
             stdout=self.log,
             stderr=self.log,
@@ -197,8 +198,8 @@ def bench_large(work: Path, files: int, samples: int, idle_seconds: float) -> No
     print(f"{files} bodies written in {time.monotonic() - started:.1f} s")
     started = time.monotonic()
     once = subprocess.run(
-        [*asz_executable(), "collect", "--once", "--root", str(root)],
-        env=child_env(case, claude.path),
+        [*asz_command(), "collect", "--once", "--root", str(root)],
+        env=child_env(case / "home", claude.path),
         capture_output=True,
         check=False,
     )

@@ -46,6 +46,7 @@ class Outcome(StrEnum):
     LANDED = "landed"
     WHOLE = "whole"
     WAITING = "waiting"
+    SETTLING = "settling"
     UNREADABLE = "unreadable"
     IGNORED = "ignored"
     REFUSED = "refused"
@@ -365,7 +366,7 @@ CASES: dict[str, tuple[Outcome, Callable[[Scene], Body | None]]] = {
     "a response nested 100,000 levels deep": (Outcome.WHOLE, _deep_response),
     "a request nested 100,000 levels deep": (Outcome.WAITING, _deep_request),
     "a response that is a JSON string": (Outcome.WHOLE, _not_object_response),
-    "truncated JSON just written": (Outcome.WAITING, _truncated_fresh),
+    "truncated JSON just written": (Outcome.SETTLING, _truncated_fresh),
     "a request that is a JSON array": (Outcome.WAITING, _array_request),
     "session id ../x": (Outcome.WAITING, _session("../x")),
     "session id /etc": (Outcome.WAITING, _session("/etc")),
@@ -478,9 +479,10 @@ def test_bad_input(tmp_path: Path, case: str) -> None:
         assert body.why.lower() in meta.get("why", "").lower()
         rebuilt = ws.body(body.session, body.record_id)
         assert rebuilt.returncode == 0 and rebuilt.stdout == body.data
-    elif outcome in (Outcome.WAITING, Outcome.UNREADABLE):
+    elif outcome in (Outcome.WAITING, Outcome.SETTLING, Outcome.UNREADABLE):
         assert body is not None
         assert counts["bodies_waiting"] == (outcome is Outcome.WAITING)
+        assert counts["bodies_settling"] == (outcome is Outcome.SETTLING)
         assert counts["bodies_unreadable"] == (outcome is Outcome.UNREADABLE)
         landed = {
             m["id"] for session in store.sessions() for m in landed_records(store.session(session))

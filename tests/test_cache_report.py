@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import re
+import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from test_joins import MAIN_STREAM, TOOLS, HandMade, user_message
 from test_view import land_synth
 
-from asz.synth import SynthOptions
+from asz.commands.problems import SHOWN
+from asz.store import BODY_KIND, Store, open_store
+from asz.synth import SynthOptions, synthesize
 from asz.view.cache import cache_report, format_cache_report
 from asz.view.shapes import normalised_message
 
@@ -326,3 +331,114 @@ def test_every_injected_break_of_a_synthetic_capture_is_found(tmp_path: Path, ru
     for body in calls:
         assert rows[body["id"]]["cause"] == body["cache_cause"], body["id"]
     assert all(rows[b["id"]]["input_tokens"] is not None for b in calls)
+
+
+# -- what `asz cache` says when it has little or nothing to say -------------------------------
+
+
+def cache_cli(run_asz: Any, store: Store, session: str, *flags: str) -> Any:
+    return run_asz("cache", "--root", str(store.location), session, *flags)
+
+
+def test_asz_cache_on_a_damaged_root_says_the_problems_and_exits_1(
+    tmp_path: Path, run_asz: Any
+) -> None:
+    store, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=3, sessions=1))
+    session = expected["sessions"][0]["id"]
+    clean = cache_cli(run_asz, store, session)
+    assert clean.returncode == 0 and clean.stderr == b"", clean.stderr
+    landed = store.session(session).landed(BODY_KIND)
+    damaged = [Path(store.location) / name.path for name in landed]
+    assert damaged
+    for path in damaged:
+        path.write_bytes(path.read_bytes()[:-9])
+    for flags in ((), ("--json",)):
+        done = cache_cli(run_asz, store, session, *flags)
+        assert done.returncode == 1
+        said = done.stderr.decode().splitlines()
+        assert [line.split(": ")[2] for line in said] == [str(path) for path in damaged]
+        assert all(line.startswith("asz: problem: ") for line in said)
+    assert done.stdout.startswith(b"{")
+    report = orjson.loads(done.stdout)
+    assert report["rows"] == [] and len(report["problems"]) == len(damaged)
+    assert (
+        report["empty_because"]
+        == "no request body of this session could be read (see the problems)"
+    )
+    human = cache_cli(run_asz, store, session).stdout.decode()
+    assert human.strip() == f"session {session}: nothing to report: {report['empty_because']}"
+
+
+def test_many_problems_are_shown_up_to_a_count(tmp_path: Path, run_asz: Any) -> None:
+    claude = tmp_path / "claude"
+    expected = synthesize(claude, SynthOptions(seed=3, sessions=1))
+    config = tmp_path / "asz.toml"
+    config.write_text("[adapters.claude_code_local]\nmax_delta_bytes = 4096\n")
+    root = tmp_path / "root"
+    env = {"CLAUDE_CONFIG_DIR": str(claude)}
+    done = run_asz("collect", "--once", "--root", str(root), "--config", str(config), env=env)
+    assert done.returncode == 0, done.stderr
+    session = expected["sessions"][0]["id"]
+    windows = sorted((root / session / "transcripts").rglob("transcript-*.asz"))
+    assert len(windows) > SHOWN + 1
+    for path in windows:
+        path.write_bytes(path.read_bytes()[:-9])
+    done = run_asz("cache", "--root", str(root), session, "--config", str(config))
+    said = done.stderr.decode().splitlines()
+    assert done.returncode == 1 and len(said) == SHOWN + 1
+    assert all(line.startswith("asz: problem: ") for line in said[:SHOWN])
+    assert said[-1] == (
+        f"asz: {len(windows) - SHOWN} more problem(s) not shown, {len(windows)} in all; "
+        "--json lists them all"
+    )
+
+
+def test_a_session_without_requests_says_none_landed(tmp_path: Path, run_asz: Any) -> None:
+    claude = tmp_path / "claude"
+    expected = synthesize(claude, SynthOptions(seed=3, sessions=1))
+    shutil.rmtree(claude / "asz")
+    root = tmp_path / "root"
+    done = run_asz("collect", "--once", "--root", str(root), env={"CLAUDE_CONFIG_DIR": str(claude)})
+    assert done.returncode == 0, done.stderr
+    session = expected["sessions"][0]["id"]
+    store = open_store(root)
+    done = cache_cli(run_asz, store, session, "--json")
+    assert done.returncode == 0 and done.stderr == b""
+    report = orjson.loads(done.stdout)
+    assert report["rows"] == [] and report["problems"] == []
+    assert report["empty_because"] == "no request bodies landed for this session"
+    done = cache_cli(run_asz, store, session)
+    assert done.stdout.decode().strip() == (
+        f"session {session}: nothing to report: no request bodies landed for this session"
+    )
+
+
+def test_requests_that_cannot_be_joined_say_the_transcripts_carry_no_prompt_ids(
+    tmp_path: Path, run_asz: Any
+) -> None:
+    claude = tmp_path / "claude"
+    expected = synthesize(claude, SynthOptions(seed=3, sessions=1))
+    for path in (claude / "projects").rglob("*.jsonl"):
+        path.write_bytes(re.sub(rb',"promptId":"[^"]*"', b"", path.read_bytes()))
+    root = tmp_path / "root"
+    done = run_asz("collect", "--once", "--root", str(root), env={"CLAUDE_CONFIG_DIR": str(claude)})
+    assert done.returncode == 0, done.stderr
+    session = expected["sessions"][0]["id"]
+    store = open_store(root)
+    done = cache_cli(run_asz, store, session, "--json")
+    assert done.returncode == 0 and done.stderr == b""
+    report = orjson.loads(done.stdout)
+    assert report["rows"] and not any(row["message_id"] for row in report["rows"])
+    because = "none of the session's requests could be joined to a call: "
+    assert report["empty_because"] == because + "the transcripts carry no prompt ids (promptId)"
+    lines = cache_cli(run_asz, store, session).stdout.decode().splitlines()
+    assert lines[-1] == report["empty_because"]
+    # With them, the same capture joins and the report has nothing to excuse.
+    assert (
+        cache_report(
+            land_synth(tmp_path / "whole", run_asz, SynthOptions(seed=3, sessions=1))[0].session(
+                session
+            )
+        )["empty_because"]
+        is None
+    )

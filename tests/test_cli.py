@@ -54,10 +54,26 @@ def test_a_bad_config_file_exits_2_naming_key_and_file(run_asz, tmp_path: Path) 
     assert str(config).encode() in result.stderr
 
 
-def test_verify_of_an_empty_root_passes(run_asz, tmp_path: Path) -> None:
-    result = run_asz("verify", "--root", str(tmp_path / "empty"), "--json")
+def test_verify_of_a_missing_root_exits_2_and_of_an_empty_one_says_it_holds_nothing(
+    run_asz, tmp_path: Path
+) -> None:
+    """A typo in --root is not a root that verifies (issue 13)."""
+    typo = tmp_path / "typo"
+    for flags in ([], ["--json"]):
+        result = run_asz("--root", str(typo), "verify", *flags)
+        assert result.returncode == 2
+        assert result.stdout == b""
+        assert f"no storage root at {typo}".encode() in result.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run_asz("verify", "--root", str(empty))
     assert result.returncode == 0
-    assert b'"problems":[]' in result.stdout
+    assert result.stdout.decode() == (
+        f"the root {empty} holds no landed session: nothing to verify\n"
+    )
+    result = run_asz("verify", "--root", str(empty), "--json")
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["sessions"] == 0
 
 
 def test_a_session_or_body_that_is_not_there_exits_2(run_asz, tmp_path: Path) -> None:
@@ -94,9 +110,14 @@ def test_the_view_names_a_damaged_transcript_file_among_its_problems(
     shutil.copytree(FIXTURE_ROOT, root)
     damaged = sorted((root / FIXTURE_SESSION / "transcripts").rglob("transcript-*.asz"))[0]
     damaged.write_bytes(damaged.read_bytes()[:-9])
-    result = run_asz("view", "--root", str(root), FIXTURE_SESSION)
+    result = run_asz("view", "--root", str(root), FIXTURE_SESSION, "--json")
     problems = json.loads(result.stdout)["problems"]
     assert any(problem.startswith(f"{damaged}: ") for problem in problems), problems
+    timeline = run_asz("view", "--root", str(root), FIXTURE_SESSION)
+    assert timeline.returncode == 1
+    assert timeline.stderr.decode().count(f"asz: problem: {damaged}: ") == 1
+    assert "1 problem met reading this session (on stderr" in timeline.stdout.decode()
+    assert str(damaged) not in timeline.stdout.decode(), "said once, on stderr"
 
 
 def test_sources_names_only_real_session_ids(run_asz, tmp_path: Path) -> None:

@@ -15,12 +15,38 @@ def test_defaults_follow_xdg_and_claude_lookup(tmp_path: Path) -> None:
     env = {"HOME": str(tmp_path)}
     config = load_config(env=env)
     assert config.root == tmp_path / ".local" / "share" / "asz"
-    assert config.claude_dir == tmp_path / ".claude"
-    assert config.projects_dir == tmp_path / ".claude" / "projects"
-    assert config.bodies_dir == tmp_path / ".claude" / "asz" / "provider-bodies"
+    # Neither Claude Code directory exists: both are listed, so `asz sources` shows both.
+    assert config.claude_dirs == (tmp_path / ".config" / "claude", tmp_path / ".claude")
+    assert config.projects_dirs == (
+        tmp_path / ".config" / "claude" / "projects",
+        tmp_path / ".claude" / "projects",
+    )
+    assert config.bodies_dirs == (
+        tmp_path / ".config" / "claude" / "asz" / "provider-bodies",
+        tmp_path / ".claude" / "asz" / "provider-bodies",
+    )
     assert config.sessions.exclude == ("/private/tmp/**",)
     assert config.adapters.claude_code_provider.max_delta_bytes == 2 * 1024 * 1024
     assert config.service.listen.startswith("127.0.0.1:")
+
+
+@pytest.mark.parametrize(
+    ("made", "expected"),
+    [
+        ([".claude"], [".claude"]),
+        (["cfg/claude"], ["cfg/claude"]),
+        ([".claude", "cfg/claude"], ["cfg/claude", ".claude"]),
+        ([], ["cfg/claude", ".claude"]),
+    ],
+)
+def test_every_claude_directory_that_exists_is_read_xdg_first(
+    tmp_path: Path, made: list[str], expected: list[str]
+) -> None:
+    """With XDG_CONFIG_HOME set and absent, ~/.claude is still found (issue 13's first trap)."""
+    for name in made:
+        (tmp_path / name).mkdir(parents=True)
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    assert load_config(env=env).claude_dirs == tuple(tmp_path / name for name in expected)
 
 
 def test_environment_moves_every_directory(tmp_path: Path) -> None:
@@ -29,14 +55,25 @@ def test_environment_moves_every_directory(tmp_path: Path) -> None:
         "XDG_DATA_HOME": str(tmp_path / "data"),
         "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
     }
+    (tmp_path / "cfg" / "claude").mkdir(parents=True)
     config = load_config(env=env)
     assert config.root == tmp_path / "data" / "asz"
-    assert config.claude_dir == tmp_path / "cfg" / "claude"
+    assert config.claude_dirs == (tmp_path / "cfg" / "claude",)
     env["CLAUDE_CONFIG_DIR"] = str(tmp_path / "cc")
     env["ASZ_ROOT"] = str(tmp_path / "r")
     config = load_config(env=env)
-    assert config.claude_dir == tmp_path / "cc"
+    assert config.claude_dirs == (tmp_path / "cc",), "a named directory counts even when absent"
     assert config.root == tmp_path / "r"
+
+
+def test_claude_config_dir_may_name_several_directories(tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    named = f" {tmp_path}/a ,{tmp_path}/b/,, {tmp_path}/a"
+    config = load_config(env={"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": named})
+    assert config.claude_dirs == (tmp_path / "a", tmp_path / "b")
+    assert config.projects_dirs == (tmp_path / "a" / "projects", tmp_path / "b" / "projects")
+    only_commas = load_config(env={"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": ", ,"})
+    assert only_commas.claude_dirs == (tmp_path / ".claude",), "names nothing: the defaults"
 
 
 def test_default_config_file_is_read_when_present(tmp_path: Path) -> None:
@@ -72,11 +109,29 @@ def test_sources_can_be_named(tmp_path: Path) -> None:
         f'[adapters.claude_code_provider]\nsource_root = "{tmp_path}/bodies"\n'
         "max_delta_bytes = 8192\n"
     )
-    config = load_config(path, env={"HOME": str(tmp_path)})
-    assert config.claude_dir == tmp_path / "cc"
-    assert config.projects_dir == tmp_path / "cc" / "projects"
-    assert config.bodies_dir == tmp_path / "bodies"
+    config = load_config(path, env={"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": "/elsewhere"})
+    assert config.claude_dirs == (tmp_path / "cc",), "the file wins over the environment"
+    assert config.projects_dirs == (tmp_path / "cc" / "projects",)
+    assert config.bodies_dirs == (tmp_path / "bodies",)
     assert config.adapters.claude_code_provider.max_delta_bytes == 8192
+
+
+def test_claude_dir_in_the_file_may_be_a_list_and_a_source_root_replaces_the_list(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "a.toml"
+    path.write_text(
+        f'claude_dir = ["{tmp_path}/one", "{tmp_path}/two"]\n'
+        f'[adapters.claude_code_local]\nsource_root = "{tmp_path}/transcripts"\n'
+    )
+    config = load_config(path, env={"HOME": str(tmp_path)})
+    assert config.claude_dirs == (tmp_path / "one", tmp_path / "two")
+    assert config.projects_dirs == (tmp_path / "transcripts",)
+    assert config.bodies_dirs == (
+        tmp_path / "one" / "asz" / "provider-bodies",
+        tmp_path / "two" / "asz" / "provider-bodies",
+    )
+    assert config.source_dirs == (tmp_path / "transcripts", *config.bodies_dirs)
 
 
 @pytest.mark.parametrize(
@@ -92,6 +147,10 @@ def test_sources_can_be_named(tmp_path: Path) -> None:
         ("service = 3\n", "service must be a table"),
         ('compression = "lz4"\n', "compression"),
         ("root = 5\n", "root must be a string"),
+        ("claude_dir = 5\n", "claude_dir must be a string or a non-empty list"),
+        ("claude_dir = []\n", "claude_dir must be a string or a non-empty list"),
+        ('claude_dir = ["/a", 1]\n', "claude_dir must be a string or a non-empty list"),
+        ('claude_dir = ["/a", ""]\n', "claude_dir must be a string or a non-empty list"),
         ("[adapters.claude_code_provider]\nmax_delta_bytes = 10\n", "max_delta_bytes"),
     ],
 )

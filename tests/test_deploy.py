@@ -119,6 +119,48 @@ def test_install_dry_run_says_what_it_would_write_and_run_and_does_nothing(
     assert not unit_path.exists() and not (home / ".config").exists()
 
 
+def install_dry_run(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``asz service install --dry-run`` through the real executable, with only ``env``."""
+    return subprocess.run(
+        [*asz_executable(), "service", "install", "--dry-run", "--root", str(tmp_path / "root")],
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_install_pins_every_claude_directory_it_found_and_only_those(tmp_path: Path) -> None:
+    """XDG_CONFIG_HOME set while only ~/.claude exists: the unit names ~/.claude (issue 13);
+    with both there, it names both, the XDG one first."""
+    home, config_home = tmp_path / "home", tmp_path / "xdg"
+    (home / ".claude").mkdir(parents=True)
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(config_home)}
+    result = install_dry_run(tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    assert f"Environment=CLAUDE_CONFIG_DIR={home / '.claude'}\n" in result.stdout
+    (config_home / "claude").mkdir(parents=True)
+    result = install_dry_run(tmp_path, env)
+    both = f"{config_home / 'claude'},{home / '.claude'}"
+    assert f"Environment=CLAUDE_CONFIG_DIR={both}\n" in result.stdout
+
+
+def test_the_agent_carries_every_directory_and_a_comma_in_one_is_refused(
+    tmp_path: Path, capsys
+) -> None:
+    dirs = (tmp_path / "one", tmp_path / "two")
+    config = Config(root=tmp_path / "root", claude_dir=dirs)
+    plan = Launchd({"HOME": str(tmp_path)}, uid=501).install(config, asz_command())
+    agent = plistlib.loads(plan.writes[0][1])
+    assert agent["EnvironmentVariables"] == {"CLAUDE_CONFIG_DIR": f"{dirs[0]},{dirs[1]}"}
+    odd = Config(root=tmp_path / "root", claude_dir=(tmp_path / "a,b",))
+    env = {"HOME": str(tmp_path)}
+    assert service_command("install", odd, dry_run=True, platform="darwin", env=env) == 1
+    assert "a comma in the name cannot be passed in CLAUDE_CONFIG_DIR" in capsys.readouterr().err
+    assert not (tmp_path / "Library").exists()
+
+
 def test_uninstall_and_status_dry_runs_name_their_commands(tmp_path: Path, capsys) -> None:
     config = Config(root=tmp_path / "root", claude_dir=tmp_path / "claude")
     env = {"HOME": str(tmp_path)}

@@ -124,7 +124,7 @@ def test_the_projects_dir_itself_may_be_a_link(tmp_path: Path) -> None:
     write(tmp_path / "real" / "-p" / f"{SESSION}.jsonl")
     (tmp_path / "link").symlink_to(tmp_path / "real")
     found = discover(tmp_path / "link")
-    assert found.projects_dir == tmp_path.resolve() / "real"
+    assert found.dirs[0].resolved == tmp_path.resolve() / "real" and found.dirs[0].exists
     source = found.sessions[SESSION].sources[0]
     assert source.path == tmp_path.resolve() / "real" / "-p" / f"{SESSION}.jsonl"
 
@@ -237,3 +237,57 @@ def test_the_samples_three_layouts(tmp_path: Path) -> None:
     assert [s.stream for s in session.sources] == ["main", "a2898e3", "acompact-e1f845"]
     keys = {stream_key(s.relpath) for s in session.sources}
     assert len(keys) == 3 and all(key.startswith("s-") and len(key) == 18 for key in keys)
+
+
+# -- several projects directories ------------------------------------------------------------
+
+
+def test_a_session_spread_over_two_projects_directories_is_one_session(tmp_path: Path) -> None:
+    first, second = tmp_path / "one" / "projects", tmp_path / "two" / "projects"
+    write(first / "-p" / f"{SESSION}.jsonl")
+    write(second / "-p" / SESSION / "subagents" / "agent-a1.jsonl")
+    write(second / "-q" / f"{OTHER}.jsonl")
+    found = discover(first, second, tmp_path / "three" / "projects")
+    assert sorted(found.sessions) == sorted([SESSION, OTHER])
+    sources = found.sessions[SESSION].sources
+    assert [(s.relpath, s.path) for s in sources] == [
+        (f"-p/{SESSION}.jsonl", first / "-p" / f"{SESSION}.jsonl"),
+        (
+            f"-p/{SESSION}/subagents/agent-a1.jsonl",
+            second / "-p" / SESSION / "subagents" / "agent-a1.jsonl",
+        ),
+    ]
+    assert found.sessions[SESSION].primary_dir == "-p"
+    summary = [(d.path, d.exists, len(d.sessions), d.files, d.shadowed) for d in found.dirs]
+    assert summary == [
+        (first, True, 1, 1, []),
+        (second, True, 2, 2, []),
+        (tmp_path / "three" / "projects", False, 0, 0, []),
+    ]
+
+
+def test_the_same_path_under_two_directories_is_taken_from_the_first_only(
+    tmp_path: Path,
+) -> None:
+    first, second = tmp_path / "one", tmp_path / "two"
+    write(first / "-p" / f"{SESSION}.jsonl", session_line(SESSION, n=1))
+    write(second / "-p" / f"{SESSION}.jsonl", session_line(SESSION, n=2) * 3)
+    write(second / "-p" / "agent-a1.jsonl", session_line(OTHER))
+    write(first / "-p" / "agent-a1.jsonl", session_line(SESSION))
+    found = discover(first, second)
+    assert {s.path for s in found.sessions[SESSION].sources} == {
+        first / "-p" / f"{SESSION}.jsonl",
+        first / "-p" / "agent-a1.jsonl",
+    }
+    assert OTHER not in found.sessions, "the later agent file is shadowed before it is read"
+    assert found.dirs[1].shadowed == [f"-p/{SESSION}.jsonl", "-p/agent-a1.jsonl"]
+    assert found.dirs[1].files == 0 and found.dirs[0].shadowed == []
+
+
+def test_two_names_of_one_projects_directory_are_scanned_once(tmp_path: Path) -> None:
+    write(tmp_path / "real" / "-p" / f"{SESSION}.jsonl")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    found = discover(tmp_path / "real", tmp_path / "link")
+    assert len(found.sessions[SESSION].sources) == 1
+    assert found.dirs[1].same_as == tmp_path / "real" and found.dirs[1].exists
+    assert found.dirs[1].shadowed == []

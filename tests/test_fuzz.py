@@ -358,7 +358,8 @@ def test_any_config_of_the_real_keys_loads_or_is_refused_naming_the_file(
     except ConfigError as err:
         assert str(path) in str(err)
         return
-    assert config.root.is_absolute() and config.claude_dir.is_absolute()
+    assert config.root.is_absolute() and config.claude_dirs
+    assert all(directory.is_absolute() for directory in config.claude_dirs)
     assert config.compression in ("zstd", "none")
     for adapter in (config.adapters.claude_code_local, config.adapters.claude_code_provider):
         assert isinstance(adapter.enabled, bool) and adapter.max_delta_bytes >= 4096

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from asz.adapters.claude_code_local import collect_transcripts
+from asz.adapters.source_files import FileStat
 from asz.adapters.transcript_cursors import SOURCE_GONE, Cursor, cursor_path, load_cursor
 from asz.config import AdapterConfig, Adapters, Config, SessionFilter
 from asz.store import CallFact, LandedName, LandedWindow, Session, Store, open_store
@@ -291,6 +292,69 @@ def test_a_lost_cursor_is_rebuilt_from_the_landed_files(tmp_path: Path) -> None:
     assert kept is not None and rebuilt is not None
     assert rebuilt.tail_sha256 != kept.tail_sha256 and rebuilt.line == kept.line + 1
     assert landed_bytes(config) == path.read_bytes()
+
+
+def test_an_empty_source_lands_once_and_goes_on_from_offset_0(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    main = transcript(config)
+    main.write_bytes(b"")
+    agents = main.parent / SESSION / "subagents"
+    agents.mkdir(parents=True)
+    (agents / "agent-a1.jsonl").write_bytes(b"")
+    (agents / "agent-a1.meta.json").write_bytes(b"")
+    relpaths = [
+        f"{PROJECT}/{SESSION}.jsonl",
+        f"{PROJECT}/{SESSION}/subagents/agent-a1.jsonl",
+        f"{PROJECT}/{SESSION}/subagents/agent-a1.meta.json",
+    ]
+    first = run(config)
+    assert (first.transcript_files, first.transcript_lines_landed, first.source_bytes) == (3, 0, 0)
+    assert first.sessions == {SESSION} and not first.errors
+    session = session_of(config)
+    assert session.transcript_paths() == sorted(relpaths)
+    assert all(session.transcript(relpath) == b"" for relpath in relpaths)
+    for relpath in relpaths:
+        (name,) = landed_in(config, stream_dir(config, relpath))
+        (window,) = [w for _n, w in session_of(config).windows([name])]
+        assert (window.off, window.line, window.lines, window.payload) == (0, 1, 0, b"")
+
+    # Still empty: not again, whether the file was touched or the cursors lost.
+    assert run(config).transcript_files == 0
+    os.utime(main, ns=(7, 7))
+    assert run(config).transcript_files == 0
+    for relpath in relpaths:
+        absolute(config, cursor_path(stream_dir(config, relpath))).unlink()
+    assert run(config).transcript_files == 0
+    assert not open_root(config).verify().problems
+
+    # Grown, it goes on from offset 0 like any source.
+    main.write_bytes(jline(n=1) + b"\n" + jline(n=2) + b"\n")
+    grown = run(config)
+    assert (grown.transcript_files, grown.transcript_lines_landed) == (1, 2)
+    lines = list(session_of(config).transcript_lines())
+    assert [(line.line, line.offset) for line in lines] == [(1, 0), (2, len(jline(n=1)) + 1)]
+    assert session_of(config).transcript(relpaths[0]) == main.read_bytes()
+    report = open_root(config).verify()
+    assert not report.problems and report.transcript_lines == 2
+    assert len(landed_in(config, stream_dir(config, relpaths[0]))) == 2
+
+
+def test_an_empty_source_seen_by_an_older_asz_lands_its_window(tmp_path: Path) -> None:
+    """asz 0.1.0 saved a cursor for an empty source and landed nothing; the source has not
+    changed since, yet it must land once."""
+    config = make_config(tmp_path)
+    main = transcript(config)
+    main.write_bytes(b"")
+    relpath = f"{PROJECT}/{SESSION}.jsonl"
+    directory = stream_dir(config, relpath)
+    old = Cursor(source=relpath)
+    old.saw(FileStat.of(main.stat()))
+    cursor_file = absolute(config, cursor_path(directory))
+    cursor_file.parent.mkdir(parents=True)
+    replace_derived(cursor_file, old.to_bytes())
+    assert run(config).transcript_files == 1
+    assert session_of(config).transcript(relpath) == b""
+    assert run(config).transcript_files == 0
 
 
 def test_derived_state_left_empty_by_a_power_cut_is_rebuilt(tmp_path: Path) -> None:
@@ -600,9 +664,10 @@ def test_any_growth_lands_exactly_the_complete_lines(
         assert landed_bytes(config) == complete
     session = open_root(config).open_session(SESSION)
     for directory in session.stream_dirs():
-        for name in session.landed_in(directory):
+        for n, name in enumerate(session.landed_in(directory)):
             payload = session.read(name).records[0].payload
-            assert payload.endswith(b"\n")
+            # Only a source still empty when it was first seen lands an empty window.
+            assert payload.endswith(b"\n") or (payload == b"" and n == 0)
             assert len(payload) <= budget or payload.count(b"\n") == 1
     assert not open_root(config).verify().problems
 

@@ -15,18 +15,11 @@ from pathlib import Path
 
 import orjson
 import pytest
+from claude_dir import Claude, request_body, response_body
 from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
-from test_service import (
-    FAST,
-    A,
-    Claude,
-    request_body,
-    response_body,
-    run_asz,
-    running_service,
-)
+from test_service import FAST, A, run_asz, running_service
 
 from asz import __version__
 from asz.daemon.http import HealthState, ListenError, StatusServer, parse_listen

@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from test_service import FAST, A, Claude, request_body, running_service, wait_until
+from claude_dir import Claude, request_body
+from test_service import FAST, A, running_service, wait_until
 
 from asz.daemon.notify import Notifier
 

@@ -274,11 +274,13 @@ def test_a_half_written_file_waits_and_is_called_unreadable_only_later(env: Env)
     env.write("r1.request.json", whole[: len(whole) // 2], at=NOW - 1)
     env.transcript(A)
     fresh = env.run(now=NOW)
-    assert (fresh.bodies_landed, fresh.bodies_unreadable, fresh.bodies_waiting) == (0, 0, 1)
+    assert (fresh.bodies_landed, fresh.bodies_unreadable, fresh.bodies_waiting) == (0, 0, 0)
+    assert fresh.bodies_settling == 1, "still being written: settling, not waiting"
     assert ledger_path(env.root).exists()
     settled = env.config.service.unreadable_after
     later = env.run(now=NOW + settled + 60)
     assert (later.bodies_landed, later.bodies_unreadable, later.bodies_waiting) == (0, 1, 0)
+    assert later.bodies_settling == 0
     assert complete(later), "unreadable never fails a pass"
     again = env.run(now=NOW + settled + 120)
     assert again.bodies_unreadable == 1
@@ -491,10 +493,20 @@ def test_describe_sources_counts_requests_responses_and_named_sessions(env: Env)
     env.write("broken.request.json", b"{")
     described = describe_sources(env.config)
     assert described == {
-        "dir": str(env.bodies),
+        "dirs": [
+            {
+                "dir": str(env.bodies),
+                "exists": True,
+                "same_as": None,
+                "requests": 4,
+                "responses": 1,
+                "shadowed": 0,
+            }
+        ],
         "exists": True,
         "requests": 4,
         "responses": 1,
+        "shadowed": 0,
         "sessions": {A: 2, B: 1},
     }
     shutil.rmtree(env.bodies)
@@ -827,8 +839,9 @@ def test_a_waiting_body_is_judged_again_from_its_stored_keys_without_being_read(
     os.utime(path, ns=(int((BASE + 1) * 1e9),) * 2)
     env.transcript(A, message_ids=("msg_old",))
     judged = env.run()
-    assert (judged.bodies_landed, judged.bodies_waiting) == (0, 1), (
-        "claimed from the stored keys; the bytes read to land it are not the ones judged"
+    assert (judged.bodies_landed, judged.bodies_waiting, judged.bodies_settling) == (0, 0, 1), (
+        "claimed from the stored keys; the bytes read to land it are not the ones judged, so "
+        "it is being written again: settling, not waiting for a session"
     )
     with env.ledger() as ledger:
         assert ledger.get("req_r.response.json") is None, "so the next pass reads it afresh"
@@ -1015,3 +1028,81 @@ def test_a_pass_that_fails_leaves_the_kept_state_to_list_again(env: Env) -> None
         collect_bodies(env.config, env.root, env.lander, no_judge, NOW, state=state, changed=set())
     assert state.unsettled is None
     assert kept_pass(env, state, set()).bodies_landed == 1, "listed again after the failure"
+
+
+# several bodies directories (a user with both ~/.config/claude and ~/.claude)
+
+
+@pytest.fixture
+def two(tmp_path: Path) -> Env:
+    """Two Claude Code directories, both with a bodies directory; ``write`` fills the first."""
+    config = Config(root=tmp_path / "root", claude_dir=(tmp_path / "one", tmp_path / "two"))
+    for directory in config.bodies_dirs:
+        directory.mkdir(parents=True)
+    return Env(tmp_path, config, BodyLander(open_store(config.root)))
+
+
+def write_in(directory: Path, name: str, data: bytes, at: float = BASE) -> Path:
+    path = directory / name
+    path.write_bytes(data)
+    os.utime(path, ns=(int(at * 1e9), int(at * 1e9)))
+    return path
+
+
+def test_bodies_in_two_directories_land_as_one_and_a_name_in_both_comes_from_the_first(
+    two: Env,
+) -> None:
+    second = two.config.bodies_dirs[1]
+    two.transcript(A)
+    two.write("r1.request.json", request(A, text="one"), BASE)
+    write_in(second, "r2.request.json", request(A, text="two"), BASE + 1)
+    two.write("r3.request.json", request(A, text="first copy"), BASE + 2)
+    later = write_in(second, "r3.request.json", request(A, text="second copy"), BASE + 3)
+    result = two.run()
+    assert (result.bodies_landed, result.conflicts, result.errors) == (3, 0, [])
+    assert two.body(A, "r2.request") == request(A, text="two")
+    assert two.body(A, "r3.request") == request(A, text="first copy")
+    later.write_bytes(request(A, text="second copy, rewritten"))
+    for _ in range(2):
+        again = two.run()
+        assert (again.bodies_landed, again.files, again.conflicts) == (0, 0, 0), (
+            "the shadowed copy is never read, so it can never conflict"
+        )
+    described = describe_sources(two.config)
+    counts = [(d["requests"], d["shadowed"]) for d in described["dirs"]]
+    assert counts == [(2, 0), (1, 1)]
+    assert (described["requests"], described["shadowed"]) == (3, 1)
+
+
+def test_a_pass_told_which_files_changed_finds_them_in_any_bodies_directory(two: Env) -> None:
+    second = two.config.bodies_dirs[1]
+    two.transcript(A)
+    state = ProviderState()
+    two.write("r1.request.json", request(A), BASE)
+    assert kept_pass(two, state, None).bodies_landed == 1
+    write_in(second, "r2.request.json", request(A, text="two"), BASE + 1)
+    write_in(second, "r1.request.json", request(A, text="shadowed"), BASE + 2)
+    told = kept_pass(two, state, {"r2.request.json", "r1.request.json"})
+    assert (told.bodies_landed, told.conflicts) == (1, 0)
+    assert two.body(A, "r2.request") == request(A, text="two")
+    assert two.body(A, "r1.request") == request(A)
+    rescan = kept_pass(two, state, set(), rescan=True)
+    assert (rescan.bodies_landed, rescan.conflicts) == (0, 0)
+
+
+def test_the_index_is_read_from_the_first_bodies_directory_holding_one(two: Env) -> None:
+    second = two.config.bodies_dirs[1]
+    two.transcript(A)
+    write_in(second, "t1.request.json", request(A, text="name this session", prompt=""))
+    write_in(second, "req_title.response.json", response("msg_title"), BASE + 1)
+    title = index_line(A, "req_title", "msg_title", "t1.request.json", query_source="title")
+    write_in(second, "index.jsonl", title)
+    result = two.run()
+    assert (result.bodies_landed, result.bodies_waiting, result.index_lines) == (2, 0, 1)
+    assert landed_index_lines(two, A) == [title[:-1]]
+    # Another directory's index appears first in order: it is read from its start, and the
+    # lines a session already holds do not land twice.
+    write_in(two.config.bodies_dirs[0], "index.jsonl", title)
+    moved = two.run()
+    assert complete(moved) and moved.index_lines == 0
+    assert landed_index_lines(two, A) == [title[:-1]]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import RunAsz
 
 from asz.adapters.claude_code_local import collect_transcripts
 from asz.config import AdapterConfig, Adapters, Config, SessionFilter
@@ -65,13 +66,18 @@ def restore_all(config: Config, to_dir: Path) -> list[Path]:
     ]
 
 
-def assert_restored(projects: Path, to_dir: Path, written: list[Path]) -> None:
-    """Every non-empty transcript and sidecar is back with the same bytes, nothing else is."""
-    expected = {
+def source_files(projects: Path) -> set[Path]:
+    """Every transcript and sidecar under a projects directory, empty ones included."""
+    return {
         path.relative_to(projects)
         for path in projects.rglob("*")
-        if path.is_file() and path.stat().st_size and path.name.endswith((".jsonl", ".meta.json"))
+        if path.is_file() and path.name.endswith((".jsonl", ".meta.json"))
     }
+
+
+def assert_restored(projects: Path, to_dir: Path, written: list[Path]) -> None:
+    """Every transcript and sidecar is back with the same bytes, nothing else is."""
+    expected = source_files(projects)
     assert {path.relative_to(to_dir) for path in written} == expected
     for relpath in expected:
         assert (to_dir / relpath).read_bytes() == (projects / relpath).read_bytes(), relpath
@@ -225,6 +231,43 @@ def test_every_sample_transcript_restores_byte_for_byte(tmp_path: Path) -> None:
         assert_restored(projects, to_dir, restore_all(config, to_dir))
 
 
+def test_asz_restore_gives_back_every_sample_file_the_empty_ones_too(
+    tmp_path: Path, samples: Path, run_asz: RunAsz
+) -> None:
+    """The real commands over every sample layout at once: each source file comes back, the
+    0-byte session files of the v2.0.74 layout with the rest."""
+    claude = tmp_path / "claude"
+    for layout in sorted(path for path in (samples / "transcripts").iterdir() if path.is_dir()):
+        shutil.copytree(layout, claude / "projects", dirs_exist_ok=True)
+    sources = source_files(claude / "projects")
+    empty = {path for path in sources if not (claude / "projects" / path).stat().st_size}
+    assert len(empty) >= 2 and len(sources) >= 33
+    root = tmp_path / "root"
+    env = {"CLAUDE_CONFIG_DIR": str(claude)}
+
+    def landed() -> dict[str, list[str]]:
+        store = open_store(root)
+        return {s: [n.path for n in store.session(s).landed()] for s in store.sessions()}
+
+    done = run_asz("collect", "--once", "--root", str(root), env=env)
+    assert done.returncode == 0, done.stderr
+    first = landed()
+    assert sum(len(names) for names in first.values()) >= len(sources)
+    # A second process over the same sources lands nothing, the empty ones included.
+    done = run_asz("collect", "--once", "--root", str(root), env=env)
+    assert done.returncode == 0 and landed() == first, done.stderr
+    back = tmp_path / "back"
+    for session in first:
+        done = run_asz("restore", session, "--to", str(back), "--root", str(root))
+        assert done.returncode == 0 and not done.stderr, done.stderr
+    written = {path.relative_to(back) for path in back.rglob("*") if path.is_file()}
+    assert written == sources
+    for relpath in sources:
+        assert (back / relpath).read_bytes() == (claude / "projects" / relpath).read_bytes()
+    done = run_asz("verify", "--root", str(root))
+    assert done.returncode == 0, done.stdout
+
+
 def test_a_synth_capture_lands_and_restores(tmp_path: Path) -> None:
     synth = pytest.importorskip("asz.synth")
     if not hasattr(synth, "synthesize"):
@@ -238,3 +281,36 @@ def test_a_synth_capture_lands_and_restores(tmp_path: Path) -> None:
     written = restore_all(config, to_dir)
     assert written
     assert_restored(projects[0], to_dir, written)
+
+
+def test_asz_restore_says_each_problem_and_exits_1(tmp_path: Path, run_asz: RunAsz) -> None:
+    """A source lost to a damaged file is named, not silently left out; a gap is refused."""
+    config = make_config(tmp_path, budget=4096)
+    main = config.projects_dir / PROJECT / f"{SESSION}.jsonl"
+    main.parent.mkdir(parents=True)
+    main.write_bytes(b"".join(line(n) + b" " * 300 + b"\n" for n in range(50)))
+    agent = main.parent / SESSION / "subagents" / "agent-a1.jsonl"
+    agent.parent.mkdir(parents=True)
+    agent.write_bytes(line(1))
+    land(config)
+    session = session_of(config)
+    root = Path(session.store.location)
+    (agent_file,) = session.landed_in(
+        stream_dir(SESSION, f"{PROJECT}/{SESSION}/subagents/agent-a1.jsonl")
+    )
+    (root / agent_file.path).write_bytes(b"not a landed file\n")
+    restore = ("restore", "--root", str(config.root), SESSION, "--to")
+    done = run_asz(*restore, str(tmp_path / "one"))
+    assert done.returncode == 1
+    assert done.stdout.decode() == f"restored 1 file(s) under {tmp_path / 'one'}\n"
+    (said,) = done.stderr.decode().splitlines()
+    assert said.startswith(f"asz: problem: {root / agent_file.path}: ")
+
+    main_files = session.landed_in(stream_dir(SESSION, f"{PROJECT}/{SESSION}.jsonl"))
+    (root / main_files[1].path).unlink()
+    done = run_asz(*restore, str(tmp_path / "two"))
+    assert done.returncode == 1 and not (tmp_path / "two" / PROJECT / f"{SESSION}.jsonl").exists()
+    said = done.stderr.decode().splitlines()
+    assert len(said) == 2 and all(line.startswith("asz: problem: ") for line in said)
+    assert said[0].startswith(f"asz: problem: {PROJECT}/{SESSION}.jsonl: ")
+    assert main_files[2].name in said[0] and "past the" in said[0]

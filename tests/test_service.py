@@ -22,6 +22,7 @@ from typing import Any
 import anyio
 import orjson
 import pytest
+from claude_dir import Claude, request_body, response_body
 from conftest import asz_executable
 from harness import http_get, metrics
 from hypothesis import given, settings
@@ -44,93 +45,6 @@ B = "66666666-7777-4888-8999-aaaaaaaaaaaa"
 WAIT = 30.0
 """Upper bound of every wait, so a broken service fails a test instead of hanging it."""
 FAST = ("--batch-window", "0", "--settle-seconds", "0.2", "--listen", "127.0.0.1:0")
-
-
-# -- what Claude Code writes -----------------------------------------------------------------
-
-
-def request_body(session: str, text: str, prev: str | None = None) -> bytes:
-    billing = "x-anthropic-billing-header: cc_version=2.1.260; cch=00000; cc_prompt_id=p1;"
-    if prev:
-        billing += f" cc_prev_req={prev};"
-    user_id = orjson.dumps({"device_id": "d" * 64, "account_uuid": "", "session_id": session})
-    return orjson.dumps(
-        {
-            "model": "claude-test",
-            "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}],
-            "system": [
-                {"type": "text", "text": billing},
-                {"type": "text", "text": "You are Claude Code. " + "Be careful. " * 100},
-            ],
-            "metadata": {"user_id": user_id.decode()},
-            "max_tokens": 32000,
-        }
-    )
-
-
-def response_body(message_id: str) -> bytes:
-    return orjson.dumps(
-        {
-            "id": message_id,
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-test",
-            "content": [{"type": "text", "text": "done"}],
-            "stop_reason": "end_turn",
-        }
-    )
-
-
-class Claude:
-    """A Claude Code directory that tests write into the way Claude Code does: in place."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    @property
-    def bodies(self) -> Path:
-        return self.path / "asz" / "provider-bodies"
-
-    def transcript_path(self, session: str, project: str = "-home-u-proj") -> Path:
-        return self.path / "projects" / project / f"{session}.jsonl"
-
-    def body(self, name: str, data: bytes, mtime: float | None = None) -> Path:
-        path = self.bodies / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        if mtime is not None:
-            os.utime(path, (mtime, mtime))
-        return path
-
-    def start_transcript(self, session: str, project: str = "-home-u-proj") -> None:
-        cwd = "/" + project.strip("-").replace("-", "/")
-        line = {
-            "type": "user",
-            "sessionId": session,
-            "uuid": f"{session}-u",
-            "parentUuid": None,
-            "cwd": cwd,
-            "message": {"role": "user", "content": "hi"},
-        }
-        self._append(self.transcript_path(session, project), line)
-
-    def assistant_line(self, session: str, message_id: str, project: str = "-home-u-proj") -> None:
-        cwd = "/" + project.strip("-").replace("-", "/")
-        line = {
-            "type": "assistant",
-            "sessionId": session,
-            "uuid": f"{session}-{message_id}",
-            "parentUuid": f"{session}-u",
-            "cwd": cwd,
-            "message": {"id": message_id, "role": "assistant", "model": "claude-test"},
-        }
-        self._append(self.transcript_path(session, project), line)
-
-    @staticmethod
-    def _append(path: Path, line: dict[str, Any]) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("ab") as handle:
-            handle.write(orjson.dumps(line) + b"\n")
 
 
 # -- the service, from outside ---------------------------------------------------------------
@@ -364,8 +278,14 @@ def test_check_body_reads_real_files(tmp_path: Path) -> None:
 
 
 def test_source_paths_tell_bodies_and_transcripts_from_everything_else(tmp_path: Path) -> None:
-    paths = SourcePaths.resolve(tmp_path / "projects", tmp_path / "bodies")
+    paths = SourcePaths.resolve(
+        [tmp_path / "projects", tmp_path / "two" / "projects"],
+        [tmp_path / "bodies", tmp_path / "two" / "bodies"],
+    )
     bodies, projects = str(tmp_path / "bodies"), str(tmp_path / "projects")
+    assert paths.kind_of(f"{tmp_path}/two/bodies/{A}.request.json") is Kind.BODY
+    assert paths.kind_of(f"{tmp_path}/two/projects/-p/{A}.jsonl") is Kind.LINES
+    assert paths.kind_of(f"{tmp_path}/two/{A}.request.json") is None
     assert paths.kind_of(f"{bodies}/{A}.request.json") is Kind.BODY
     assert paths.kind_of(f"{bodies}/req_01.response.json") is Kind.BODY
     assert paths.kind_of(f"{bodies}/index.jsonl") is Kind.LINES
@@ -519,6 +439,36 @@ async def test_the_watcher_follows_a_directory_that_appears_goes_and_comes_back(
         await events_until(watcher, moved_to_target)
         (bodies / "b.request.json").write_bytes(b"{}")
         await events_until(watcher, changed(bodies / "b.request.json"))
+    finally:
+        await anyio.to_thread.run_sync(watcher.stop)
+
+
+async def test_two_absent_targets_sharing_a_parent_keep_it_watched_when_one_appears(
+    tmp_path: Path,
+) -> None:
+    """Both are watched through one watch on their parent; the first to appear moves down,
+    and the other must still hear of its own directory being made."""
+    one, two = (tmp_path / name / "asz" / "provider-bodies" for name in ("one", "two"))
+    watcher = Watcher([Target(one, recursive=False), Target(two, recursive=False)])
+    started = await anyio.to_thread.run_sync(watcher.start)
+
+    def moved_to(target: Path) -> Callable[[list[WatchEvent]], bool]:
+        return lambda events: any(
+            event.kind is EventKind.MOVED
+            and event.armed is not None
+            and event.armed.exact
+            and event.armed.target.path == target
+            for event in events
+        )
+
+    try:
+        assert {armed.base for armed in started.moved} == {str(tmp_path)}
+        two.mkdir(parents=True)
+        await events_until(watcher, moved_to(two))
+        one.mkdir(parents=True)
+        await events_until(watcher, moved_to(one))
+        (one / "a.request.json").write_bytes(b"{}")
+        await events_until(watcher, changed(one / "a.request.json"))
     finally:
         await anyio.to_thread.run_sync(watcher.stop)
 

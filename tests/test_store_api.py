@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURE_ROOT, REPO
+from conftest import FIXTURE_ROOT, FIXTURE_SESSION, REPO
 
-from asz.store import NotASession, UnknownSession, open_store
+from asz.store import AmbiguousId, NotASession, UnknownSession, open_store
 from asz.synth import SynthOptions, synthesize
 
 EXAMPLE = re.compile(r"```python\n(.*?)```", re.DOTALL)
@@ -106,7 +106,7 @@ def test_the_real_samples_read_back_exactly_through_the_store(
         sources = {
             str(path.relative_to(claude / "projects")): digest(path)
             for path in (claude / "projects").rglob("*")
-            if path.is_file() and path.suffix in (".jsonl", ".json") and path.stat().st_size
+            if path.is_file() and path.suffix in (".jsonl", ".json")
         }
         landed: dict[str, str] = {}
         for read in report.values():
@@ -141,3 +141,53 @@ def test_an_unknown_or_malformed_session_is_a_clear_error(tmp_path: Path) -> Non
     with pytest.raises(NotASession):
         store.session("../etc")
     assert open_store(tmp_path / "missing").sessions() == []
+
+
+def test_a_root_written_by_asz_0_1_0_summarises_and_resolves_pasted_ids(tmp_path: Path) -> None:
+    """Its facts caches are of the first schema: they are rebuilt, and each session's summary
+    agrees with what verify counts and with a summary made again without any cache."""
+    root = tmp_path / "root"
+    shutil.copytree(FIXTURE_ROOT, root)
+    store = open_store(root)
+    for session_id in store.sessions():
+        session = store.find_session(session_id.upper()[:10])
+        assert session.id == session_id
+        summary = session.summary()
+        assert session.problems == []
+        facts = json.loads((root / session_id / "transcripts" / "facts.json").read_bytes())
+        assert facts["schema"] == 2 and (root / session_id / "summary.json").is_file()
+        verified = store.verify([session_id])
+        assert (summary.bodies, summary.transcript_lines) == (
+            verified.bodies,
+            verified.transcript_lines,
+        )
+        assert summary.landed_bytes == session.landed_bytes() > 0
+        assert summary.first_activity is not None and summary.models
+        (root / session_id / "summary.json").unlink()
+        (root / session_id / "transcripts" / "facts.json").unlink()
+        assert store.open_session(session_id).summary() == summary
+
+        body_id = session.body_ids()[0]
+        for pasted in (body_id, f"{body_id}.json", f"/somewhere/{body_id}.json", body_id[:-3]):
+            assert session.find_body(pasted) == body_id
+    with pytest.raises(UnknownSession):
+        store.find_session("0000")
+    with pytest.raises(NotASession):
+        store.find_session("../etc")
+    with pytest.raises(AmbiguousId) as ambiguous:
+        open_store(root).session(FIXTURE_SESSION).find_body("req_")
+    assert len(ambiguous.value.candidates) > 1
+
+
+def test_the_layout_is_described_alike_in_the_format_and_in_the_store() -> None:
+    """``docs/format.md`` and the docstring of ``asz.store`` are the two places the layout of
+    a root is described: the same entries with the same words."""
+    import asz.store
+
+    documented = re.search(
+        r"## Layout\n.*?```\n(.*?)```", (REPO / "docs" / "format.md").read_text(), re.DOTALL
+    )
+    in_format = [line.split() for line in documented.group(1).splitlines() if line.strip()]
+    block = asz.store.__doc__.split("::\n\n", 1)[1].split("\n\n", 1)[0]
+    in_store = [line.split() for line in block.splitlines() if line.strip()]
+    assert in_format == in_store

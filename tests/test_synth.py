@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
+from conftest import RunAsz
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -812,3 +813,22 @@ def test_any_small_capture_is_consistent(options: SynthOptions) -> None:
                 options.tool_calls + 1
             )
             assert len(session["compactions"]) == min(options.compactions, options.turns - 1)
+
+
+def test_replaying_a_directory_without_transcripts_says_so_and_exits_2(
+    tmp_path: Path, run_asz: RunAsz
+) -> None:
+    claude = tmp_path / "claude"
+    (claude / "projects" / "-home-dev-proj").mkdir(parents=True)
+    (claude / "projects" / "-home-dev-proj" / "notes.txt").write_text("no transcript here")
+    out = tmp_path / "out"
+    cases = [
+        (claude / "projects", f"no Claude Code transcripts under {claude / 'projects'} "),
+        (claude, f"did you mean {claude / 'projects'}?"),
+        (tmp_path / "absent", f"{tmp_path / 'absent'} is not a directory"),
+    ]
+    for source, said in cases:
+        done = run_asz("synth", str(out), "--from-transcripts", str(source))
+        assert done.returncode == 2 and done.stdout == b""
+        assert said in done.stderr.decode(), done.stderr
+        assert not out.exists()

@@ -84,7 +84,7 @@ def test_a_truncated_file_fails_verify_naming_it(run_asz, landed, tmp_path: Path
     victim.write_bytes(victim.read_bytes()[:-7])
     result = run_asz("verify", "--root", str(root))
     assert result.returncode == 1
-    assert str(victim).encode() in result.stdout
+    assert f"asz: problem: {victim}: ".encode() in result.stderr  # problems go to stderr
 
 
 def test_a_missing_file_fails_the_bodies_that_copy_from_it(run_asz, landed, tmp_path: Path) -> None:

@@ -1,20 +1,25 @@
 """The view document: on a hand-made session, on real transcripts, and on a synthetic capture
-landed by the real collector, where every assertion of its expected.json must hold."""
+landed by the real collector, where every assertion of its expected.json must hold; and the
+timeline ``asz view`` prints from it, at every width, ids whole."""
 
 from __future__ import annotations
 
 import shutil
+import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_human_output import on_a_terminal
 from test_joins import MAIN_STREAM, SESSION, SYSTEM_PROMPT, HandMade, chain, user_message
 
 from asz.store import BODY_KIND, BodyNotFound, CodecError, Store, open_store
 from asz.synth import SynthOptions, synthesize
-from asz.view import build_view
+from asz.view import build_view, format_timeline
 
 
 def made_session(tmp_path: Path) -> tuple[HandMade, Store]:
@@ -265,3 +270,110 @@ def test_a_synthetic_capture_with_its_index_joins_as_expected(tmp_path: Path, ru
     check_synth_view(store, expected)
     doc = build_view(store.session(expected["sessions"][0]["id"]))
     assert doc["summary"]["requests_joined_through_index"] == doc["summary"]["requests_joined"]
+
+
+# -- the timeline ``asz view`` prints -----------------------------------------------------
+
+
+def _clock(stamp: str) -> str:
+    return stamp[11:19]
+
+
+def test_asz_view_prints_a_timeline_and_the_document_behind_json(
+    tmp_path: Path, run_asz: Any
+) -> None:
+    _made, store = made_session(tmp_path)
+    doc = build_view(store.session(SESSION))
+    root = str(Path(store.location))
+    result = run_asz("view", "--root", root, SESSION, env={"COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr
+    text = result.stdout.decode()
+    lines = text.splitlines()
+    words = [line.split() for line in lines]
+    assert lines[0] == f"session {SESSION}"
+    assert "{" not in text
+
+    [started] = [line for line in lines if line.startswith("  a0123456789abcdef ")]
+    assert "2 calls" in started and "started by call 2" in started
+    rows = {}
+    for call in doc["calls"]:
+        head = [str(call["n"]), _clock(call["time"]), call["stream"], call["model"]]
+        [row] = [line for line in words if line[:4] == head]
+        rows[call["message_id"]] = row
+        for body in call["provider_bodies"]:
+            assert [body["role"], body["id"]] in words, body
+    # The wide table: input, cache read, cache write, output, stop, from the joined response.
+    assert rows["msg_2"][4:] == ["4", "900", "-", "77", "tool_use"]
+    assert rows["msg_3"][4:] == ["-", "-", "-", "-", "-"], "its response never landed"
+    printed = [row[1] for row in words if row and row[0].isdigit() and len(row) > 4]
+    assert printed == sorted(printed), "calls in time, the subagent's among the main's"
+    assert "compaction (manual, 1,234 tokens before)" in text
+    assert "written by Claude Code, never sent" in text
+    for body in doc["summary"]["unjoined"]:
+        assert [body["id"]] in words
+
+    as_json = run_asz("view", "--root", root, SESSION, "--json")
+    assert as_json.returncode == 0
+    assert orjson.loads(as_json.stdout) == orjson.loads(orjson.dumps(doc))
+
+
+def _ids(doc: dict[str, Any]) -> set[str]:
+    """Every id a person copies out of the timeline."""
+    ids = {body["id"] for call in doc["calls"] for body in call["provider_bodies"]}
+    return ids | {body["id"] for body in doc["summary"]["unjoined"]} | {doc["session"]["id"]}
+
+
+def test_the_timeline_fits_the_terminal_and_never_cuts_an_id(tmp_path: Path, run_asz: Any) -> None:
+    store, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=5, subagents=2))
+    for session in expected["sessions"]:
+        ids = _ids(build_view(store.session(session["id"])))
+        for width in (200, 100, 80, 60, 40):
+            args = ("view", "--root", str(Path(store.location)), session["id"])
+            text = run_asz(*args, env={"COLUMNS": str(width)}).stdout.decode()
+            lines = text.splitlines()
+            tokens = {token for line in lines for token in line.split()}
+            assert ids <= tokens, (width, ids - tokens)
+            if width >= 80:
+                assert max(len(line) for line in lines) <= width, width
+            # Narrower, only a piece that cannot be broken (an id, a path) may overflow.
+            assert all(len(line) <= width or len(line.split()[-1]) >= 20 for line in lines)
+            # The token counts have their columns when they fit, else a line under each call.
+            wide = any(line.split()[:2] == ["#", "time"] and "cache" in line for line in lines)
+            assert wide == ("tokens    input" not in text), width
+            assert wide or width < 200
+        assert "tokens    input" in text, "at 40 columns the counts have a line of their own"
+
+
+def test_on_a_terminal_the_timeline_is_as_wide_as_the_terminal(
+    tmp_path: Path, run_asz: Any
+) -> None:
+    store, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=5))
+    session = expected["sessions"][0]["id"]
+    args = ["view", "--root", str(Path(store.location)), session]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    code, shown, _err = on_a_terminal(args, env, "stdout", columns=90)
+    assert code == 0
+    assert max(len(line) for line in shown.splitlines()) <= 90
+    assert "tokens    input" in shown, "90 columns are too few for the wide table"
+
+
+def test_what_claude_code_wrote_cannot_drive_the_terminal(tmp_path: Path, run_asz: Any) -> None:
+    made = HandMade(tmp_path)
+    made.prompt(MAIN_STREAM, "p1")
+    made.call(MAIN_STREAM, "msg_1", "req_1", model="evil\x1b[2J\x07")
+    store = made.land()
+    result = run_asz("view", "--root", str(Path(store.location)), SESSION)
+    assert result.returncode == 0, result.stderr
+    assert b"\x1b" not in result.stdout and b"\x07" not in result.stdout
+    assert b"evil\\x1b[2J\\x07" in result.stdout
+
+
+@settings(max_examples=60, deadline=None)
+@given(width=st.integers(min_value=1, max_value=260))
+def test_any_width_keeps_every_id_whole(width: int) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        _made, store = made_session(Path(directory))
+        doc = build_view(store.session(SESSION))
+    lines = format_timeline(doc, width).splitlines()
+    assert _ids(doc) <= {token for line in lines for token in line.split()}
+    assert width < 80 or max(len(line) for line in lines) <= width

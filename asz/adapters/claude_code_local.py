@@ -1,6 +1,6 @@
 """The ``claude-code-local`` adapter: one pass landing every transcript Claude Code wrote.
 
-Each pass rediscovers the projects directory (no list is kept), judges every session with the
+Each pass rediscovers the projects directories (no list is kept), judges every session with the
 session filter, and lands each collected session's sources from where they were last landed.
 The pass keeps each session's derived facts up to date as its windows land, so the provider
 adapter running next can claim a response by a message id that just landed. Sources that
@@ -26,14 +26,14 @@ log = structlog.get_logger(__name__)
 
 
 def collect_transcripts(config: Config, store: Store) -> Tally:
-    """One pass over the projects directory; lands what is new in every collected session.
+    """One pass over the projects directories; lands what is new in every collected session.
 
     A large backlog lands in worker processes, anything else in this one (see
     :mod:`asz.adapters.landing_workers`). Results are merged in session order, so a pass
     reports the same way every time.
     """
     result = Tally()
-    found = discover(config.projects_dir)
+    found = discover(*config.projects_dirs)
     result.errors += found.errors
     result.transcripts_unattributed = len(found.unattributed)
     judge = SessionJudge(config, store, found.sessions)
@@ -52,8 +52,6 @@ def collect_transcripts(config: Config, store: Store) -> Tally:
         landed = land_sessions(config, store, collected)
     for session in sorted(landed):
         result.add(landed[session])
-    for relpath, reason in result.new_conflicts:
-        log.warning("transcript conflict", source=relpath, reason=reason)
     _mark_gone(store, found, {session.session for session in collected})
     return result
 

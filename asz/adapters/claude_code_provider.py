@@ -14,7 +14,11 @@ its session in the same pass:
 4. Each collected session's new bodies land through the store in one call, oldest first; the
    ledger records every outcome, and is written only when it changed.
 
-Waiting and unreadable bodies never fail a pass; conflicts and errors do.
+Several bodies directories are listed as one (see ``asz.adapters.provider_source``): a body
+is read from the directory its listing found it in, and ``index.jsonl`` is read from the first
+directory that holds one.
+
+Waiting, settling and unreadable bodies never fail a pass; conflicts and errors do.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from asz.adapters.claims import Claimer, RequestBook
-from asz.adapters.provider_index import sync_index
+from asz.adapters.provider_index import INDEX_NAME, sync_index
 from asz.adapters.provider_landing import ClaimedLanding
 from asz.adapters.provider_ledger import (
     CONFLICTING,
@@ -42,7 +46,7 @@ from asz.adapters.provider_source import (
     look_at_json,
     read_body,
 )
-from asz.adapters.provider_state import QUIET_NS, ProviderState, file_mark, look_again
+from asz.adapters.provider_state import QUIET_NS, ProviderState, look_again, marks_of
 from asz.adapters.session_filter import SessionJudge, Verdict
 from asz.bodykeys import is_session_id, keys_of, read_keys
 from asz.config import Config
@@ -71,13 +75,13 @@ def collect_bodies(
     changed: Collection[str] | None = None,
     rescan: bool = False,
 ) -> Tally:
-    """One pass over the bodies directory; the caller holds the root's collector lock.
+    """One pass over the bodies directories; the caller holds the root's collector lock.
 
     ``changed``: the names of the files that may have changed since the last pass with this
     ``state`` (events are hints): only those and the files it left unsettled are looked at.
-    Without it, or before any pass of ``state`` listed the directory, the directory is listed.
+    Without it, or before any pass of ``state`` listed the directories, they are listed.
     ``rescan``: the hints come from a watcher that reported no loss, and are checked against
-    the directory itself: it is listed unless :meth:`ProviderState.unmoved` holds.
+    the directories themselves: they are listed unless :meth:`ProviderState.unmoved` holds.
     """
     own = state is None
     state = state or ProviderState()
@@ -104,22 +108,23 @@ def _collect(
     changed: Collection[str] | None,
     rescan: bool,
 ) -> Tally:
-    directory = config.bodies_dir
+    directories = config.bodies_dirs
     state.check(root)
     if (
         changed is None
         or state.unsettled is None
-        or (rescan and not state.unmoved(directory, bodies, root))
+        or (rescan and not state.unmoved(directories, bodies, root))
     ):
-        listed_at, mark = time.time_ns(), file_mark(directory)
-        listing = list_sources(directory)
+        listed_at, marks = time.time_ns(), marks_of(directories)
+        listing = list_sources(*directories)
         looked_for = None
         # A directory whose entries changed within the clock's grain of its listing could
         # change again without its mtime showing it: it is only trusted when it was quiet.
-        state.listed = mark if mark and listed_at - mark[3] >= QUIET_NS else None
+        quiet = all(mark is None or listed_at - mark[3] >= QUIET_NS for mark in marks)
+        state.listed = marks if listing.exists and quiet else None
     else:
         looked_for = state.unsettled.keys() | changed
-        listing = look_again(directory, looked_for)
+        listing = look_again(directories, looked_for)
     result = Tally(errors=list(listing.errors))
     if not listing.exists:
         state.unsettled = None
@@ -130,7 +135,7 @@ def _collect(
     present = {source.name for source in listing.files}
     run = _Pass(config, root, bodies, judge, ledger, now=now, result=result)
     try:
-        run.index(directory)
+        run.index(_index_dir(listing.present))
         run.look(listing.files, (ledger.names() if looked_for is None else looked_for) - present)
         run.claim_and_land()
     finally:
@@ -165,7 +170,6 @@ class _Pass:
         self.bodies = bodies
         self.judge = judge
         self.result = result
-        self.directory = config.bodies_dir
         self.budget = config.adapters.claude_code_provider.max_delta_bytes
         self.syncs = DirSyncs()
         self.now_ns = int((time.time() if now is None else now) * 1_000_000_000)
@@ -184,6 +188,8 @@ class _Pass:
         not parse them again."""
         self.unsettled: list[SourceFile] = []
         """Files looked at that were not landed at their stat."""
+        self.where: dict[str, Path] = {}
+        """The directory each of them is in, for reading it again to land it."""
         self._has_bodies: dict[str, bool] = {}
         self._facts_checked: dict[str, bool] = {}
         self.requests_dropped = False
@@ -219,6 +225,7 @@ class _Pass:
             if seen is not None and seen[0] == State.LANDED and has_bodies(seen[1]):
                 continue
             unsettled.append(source)
+            self.where[source.name] = source.directory
             if seen is None or not self._answer(source.name, *seen):
                 self._read(source, self.ledger.get(source.name))
         self._prune(gone)
@@ -244,7 +251,7 @@ class _Pass:
 
     def _read(self, source: SourceFile, entry: LedgerEntry | None) -> None:
         try:
-            read = read_body(self.directory, source.name)
+            read = read_body(source.directory, source.name)
         except TooLarge as err:
             if entry is None or entry.state is not State.TOO_LARGE:
                 self.result.errors.append(f"{source.name} {err}; it is not read")
@@ -252,7 +259,7 @@ class _Pass:
             return
         except NotReadable as err:
             if err.kind == "changing":
-                self.result.bodies_waiting += 1
+                self.result.bodies_settling += 1
             elif err.kind == "failed":
                 self.result.errors.append(f"{source.name} {err.why}")
             return
@@ -264,8 +271,9 @@ class _Pass:
         if not look.whole:
             if self.now_ns - mtime_ns < self.settle_ns:
                 # Probably still being written: left alone, and looked at again next pass.
+                # Settling, not waiting: waiting means no session claims it.
                 self.ledger.drop(source.name)
-                self.result.bodies_waiting += 1
+                self.result.bodies_settling += 1
             else:
                 self.ledger.put(
                     LedgerEntry(source.name, len(data), mtime_ns, sha256, State.UNREADABLE)
@@ -359,7 +367,7 @@ class _Pass:
                 self.ledger.put(replace(entry, state=State.WAITING, session=session))
                 result.bodies_waiting += 1
         landing = ClaimedLanding(
-            self.directory,
+            self.where,
             self.bodies,
             self.ledger,
             self.result,
@@ -407,6 +415,12 @@ class _Pass:
             if self._facts_checked[session]:
                 changed.add(session)
         return changed
+
+
+def _index_dir(present: list[Path]) -> Path:
+    """Where ``index.jsonl`` is read: the first bodies directory holding one, else the first
+    there is (whose file may appear later). One file only, since its state is one offset."""
+    return next((d for d in present if (d / INDEX_NAME).exists()), present[0])
 
 
 def _facts_mark(root: Root, session: str) -> str:

@@ -1,4 +1,4 @@
-"""Finding Claude Code's transcripts under the projects directory, grouped by session.
+"""Finding Claude Code's transcripts under the projects directories, grouped by session.
 
 Claude Code files a session under the directory named after its launch cwd::
 
@@ -14,9 +14,17 @@ session in UUID form names; one naming none is counted as unattributed and not l
 session can span several project directories, so sources are grouped by id; the directory of
 the main transcript is the session's primary one.
 
-The projects directory itself may be a link the user chose; it is resolved once. Below it
-nothing is followed: a linked project dir or file could lead anywhere, and only regular files
-are opened (a FIFO named like a transcript would block the pass).
+A user may have several projects directories (``~/.config/claude/projects`` and
+``~/.claude/projects``, say): they are scanned in order and what they hold is one set of
+sessions, so a session with files in both is one session. A file's path below its projects
+directory names its landed stream, so when the same path is under two of them only the first
+directory's copy is taken; the other is counted as shadowed and never landed, whatever it
+holds, so it can never be mistaken for a rewrite of the first.
+
+A projects directory itself may be a link the user chose; it is resolved once, and two names
+of one directory are scanned once. Below it nothing is followed: a linked project dir or file
+could lead anywhere, and only regular files are opened (a FIFO named like a transcript would
+block the pass).
 """
 
 from __future__ import annotations
@@ -60,38 +68,80 @@ class DiscoveredSession:
 
 
 @dataclass(slots=True)
-class Discovery:
-    """Everything one scan of the projects directory found."""
+class ScannedDir:
+    """What one projects directory held, for ``asz sources``."""
 
-    projects_dir: Path
+    path: Path
+    """As configured."""
+    resolved: Path
+    exists: bool = False
+    same_as: Path | None = None
+    """The earlier configured directory this one is another name of (then it is not scanned)."""
+    files: int = 0
+    """Transcript files taken from this directory."""
+    sessions: set[str] = field(default_factory=set)
+    shadowed: list[str] = field(default_factory=list)
+    """Paths also under an earlier directory, whose copy here is not taken."""
+
+
+@dataclass(slots=True)
+class Discovery:
+    """Everything one scan of the projects directories found."""
+
+    dirs: list[ScannedDir] = field(default_factory=list)
     sessions: dict[str, DiscoveredSession] = field(default_factory=dict)
     unattributed: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    _taken: set[str] = field(default_factory=set, init=False, repr=False)
+
+    def take(self, relpath: str) -> bool:
+        """Whether the file at ``relpath`` in the directory being scanned is taken: False,
+        and counted as shadowed, when an earlier directory holds the same path."""
+        if relpath in self._taken:
+            self.dirs[-1].shadowed.append(relpath)
+            return False
+        self._taken.add(relpath)
+        return True
 
     def add(self, source: TranscriptSource) -> None:
         found = self.sessions.get(source.session)
         if found is None:
             found = self.sessions[source.session] = DiscoveredSession(source.session)
         found.add(source)
+        scanned = self.dirs[-1]
+        scanned.files += 1
+        scanned.sessions.add(source.session)
 
 
-def discover(projects_dir: Path) -> Discovery:
-    """Scans the projects directory; a missing one holds nothing and is no error."""
-    resolved = Path(os.path.realpath(projects_dir))
-    found = Discovery(resolved)
-    try:
-        entries = sorted(os.scandir(resolved), key=lambda entry: entry.name)
-    except FileNotFoundError:
-        return found
-    except OSError as err:
-        found.errors.append(f"{projects_dir}: cannot be read: {err.strerror or err}")
-        return found
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False) and _fit_name(entry.name, found, entry.name):
-            _scan_project(Path(entry.path), entry.name, found)
+def discover(*projects_dirs: Path) -> Discovery:
+    """Scans the projects directories in order; a missing one holds nothing and is no error."""
+    found = Discovery()
+    for projects_dir in projects_dirs:
+        resolved = Path(os.path.realpath(projects_dir))
+        earlier = next((seen for seen in found.dirs if seen.resolved == resolved), None)
+        if earlier is not None:
+            found.dirs.append(ScannedDir(projects_dir, resolved, earlier.exists, earlier.path))
+        else:
+            found.dirs.append(ScannedDir(projects_dir, resolved))
+            _scan_projects(resolved, projects_dir, found)
     for session in found.sessions.values():
         session.sources.sort(key=lambda source: (source.stream != MAIN_STREAM, source.relpath))
     return found
+
+
+def _scan_projects(resolved: Path, configured: Path, found: Discovery) -> None:
+    try:
+        entries = sorted(os.scandir(resolved), key=lambda entry: entry.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as err:
+        found.dirs[-1].exists = True
+        found.errors.append(f"{configured}: cannot be read: {err.strerror or err}")
+        return
+    found.dirs[-1].exists = True
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False) and _fit_name(entry.name, found, entry.name):
+            _scan_project(Path(entry.path), entry.name, found)
 
 
 def _fit_name(name: str, found: Discovery, where: str) -> bool:
@@ -136,14 +186,14 @@ def _scan_project(directory: Path, project: str, found: Discovery) -> None:
         relpath = f"{project}/{name}"
         if name.endswith(TRANSCRIPT_SUFFIX) and is_session_id(name[: -len(TRANSCRIPT_SUFFIX)]):
             seen = _regular(entry)
-            if seen is not None:
+            if seen is not None and found.take(relpath):
                 session = name[: -len(TRANSCRIPT_SUFFIX)]
                 found.add(
                     TranscriptSource(Path(entry.path), relpath, session, MAIN_STREAM, seen=seen)
                 )
         elif agent := AGENT_TRANSCRIPT.match(name):
             seen = _regular(entry)
-            if seen is None:
+            if seen is None or not found.take(relpath):
                 continue
             owner = first_session(Path(entry.path))
             if owner is None:
@@ -168,7 +218,7 @@ def _scan_agents(
         agent = transcript or sidecar
         if agent is not None:
             seen = _regular(entry)
-            if seen is not None:
+            if seen is not None and found.take(f"{relpath}/{name}"):
                 found.add(
                     TranscriptSource(
                         Path(entry.path),

@@ -1,4 +1,4 @@
-"""What the bodies directory holds, for ``asz sources``: counts, and the sessions named.
+"""What the bodies directories hold, for ``asz sources``: counts, and the sessions named.
 
 It reads the provider ledger where it can (read-only: ``asz sources`` never writes), and a
 body's file only when the ledger has not judged it at its current size and time.
@@ -6,6 +6,7 @@ body's file only when the ledger has not judged it at its current size and time.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections import Counter
 from pathlib import Path
@@ -25,28 +26,46 @@ from asz.store.root import Root
 
 
 def describe_sources(config: Config) -> dict[str, Any]:
-    """What the bodies directory holds, for ``asz sources``: how many requests and responses,
-    and the sessions the requests name (as written). Reads the ledger, never writes it."""
-    directory = config.bodies_dir
-    listing = list_sources(directory)
+    """What the bodies directories hold, for ``asz sources``: for each, whether it is there,
+    which earlier one it is another name of (if any), how many requests and responses are
+    taken from it and how many of its files are shadowed by an earlier directory's; in all,
+    the sessions the requests name (as written). Reads the ledger, never writes it."""
+    directories = config.bodies_dirs
+    listing = list_sources(*directories)
     sessions: Counter[str] = Counter()
-    roles: Counter[str] = Counter()
+    roles: Counter[tuple[Path, str]] = Counter()
     ledger = _read_only_ledger(Root(config.root))
     try:
         for source in listing.files:
-            roles[source.role] += 1
+            roles[source.directory, source.role] += 1
             if source.role == "request":
-                session = _named_session(directory, source, ledger)
+                session = _named_session(source, ledger)
                 if session:
                     sessions[session] += 1
     finally:
         if ledger is not None:
             ledger.close()
+    shadowed = Counter(source.directory for source in listing.shadowed)
+    real = [os.path.realpath(directory) for directory in directories]
+    dirs = [
+        {
+            "dir": str(directory),
+            "exists": directory.is_dir(),
+            "same_as": str(directories[real.index(real[number])])
+            if real.index(real[number]) < number
+            else None,
+            "requests": roles[directory, "request"],
+            "responses": roles[directory, "response"],
+            "shadowed": shadowed[directory],
+        }
+        for number, directory in enumerate(directories)
+    ]
     return {
-        "dir": str(directory),
+        "dirs": dirs,
         "exists": listing.exists,
-        "requests": roles["request"],
-        "responses": roles["response"],
+        "requests": sum(entry["requests"] for entry in dirs),
+        "responses": sum(entry["responses"] for entry in dirs),
+        "shadowed": len(listing.shadowed),
         "sessions": dict(sorted(sessions.items())),
     }
 
@@ -58,14 +77,14 @@ def _read_only_ledger(root: Root) -> Ledger | None:
         return None
 
 
-def _named_session(directory: Path, source: SourceFile, ledger: Ledger | None) -> str | None:
+def _named_session(source: SourceFile, ledger: Ledger | None) -> str | None:
     """The session a request names: from the ledger while the file is as it was judged."""
     seen = ledger.judged_at(source.name, source.size, source.mtime_ns) if ledger else None
     entry = ledger.get(source.name) if ledger and seen else None
     if entry is not None and entry.sha256:
         return entry.keys.session
     try:
-        data = read_body(directory, source.name).data
+        data = read_body(source.directory, source.name).data
     except (NotReadable, TooLarge):
         return None
     return read_keys(source.role, source.stem, data).session

@@ -7,6 +7,11 @@ session. So its lines are claims for the files they name, and they are kept as w
 session's new complete lines land append-only, byte for byte and field for field, in
 ``<root>/<session>/provider_index/``, one record per line.
 
+With several bodies directories, the file read is the first one's that exists (the adapter
+picks it); the state names the file its offset is in, so when another file is read instead,
+that one is read from its start, the lines each session already holds are skipped as below,
+and the other's held lines are let go (they are held again if it is read again).
+
 A torn last line is Claude Code still writing it and waits. A line of a session the filter
 excludes or cannot judge yet is held by its offset and lands when the filter lets it. The
 state under ``_state`` is derived: when it is lost, or a session whose lines landed was
@@ -59,11 +64,14 @@ class IndexState:
     held: dict[str, list[tuple[int, int, str]]] = field(default_factory=dict)
     landed: set[str] = field(default_factory=set)
     claims: dict[str, str] = field(default_factory=dict)
+    source: str = ""
+    """The file ``offset`` is in ("" in a state written before this was kept: any)."""
 
     def encode(self) -> bytes:
         return orjson.dumps(
             {
                 "format": STATE_FORMAT,
+                "source": self.source,
                 "offset": self.offset,
                 "tail_sha256": self.tail_sha256,
                 "held": {
@@ -93,8 +101,10 @@ def decode_state(data: bytes) -> IndexState:
         raise ValueError("not in this version's format")
     offset, tail = doc.get("offset"), doc.get("tail_sha256")
     held, landed, claims = doc.get("held"), doc.get("landed"), doc.get("claims")
+    source = doc.get("source", "")
     if not (
-        isinstance(offset, int)
+        isinstance(source, str)
+        and isinstance(offset, int)
         and offset >= 0
         and isinstance(tail, str)
         and isinstance(held, dict)
@@ -104,7 +114,7 @@ def decode_state(data: bytes) -> IndexState:
         and all(session == "" or _is_session(session) for session in claims.values())
     ):
         raise ValueError("a field has the wrong type, or names no session")
-    state = IndexState(offset, tail, {}, set(landed), claims)
+    state = IndexState(offset, tail, {}, set(landed), claims, source)
     for session, lines in held.items():
         if not isinstance(lines, list):
             raise ValueError("a held list has the wrong type")
@@ -203,6 +213,12 @@ def _read_new_lines(path: Path, state: IndexState, tally: Tally) -> dict[str, li
         if err.kind != "gone":
             tally.errors.append(f"{path}: {err.why}")
         return {}
+    source = os.path.realpath(path)
+    if state.source != source:
+        if state.source:
+            log.info("index file changed", was=state.source, now=source)
+            state.offset, state.tail_sha256, state.held = 0, "", {}
+        state.source = source
     with os.fdopen(fd, "rb") as handle:
         if info.st_size == state.offset:
             return {}

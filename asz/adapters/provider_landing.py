@@ -4,14 +4,15 @@ outcome in the ledger.
 A session's bodies land oldest first, at most ``LAND_BYTES`` of source per call of the store,
 so memory stays bounded whatever the backlog. Each body is the one judged: kept from its first
 read, or read again and checked against the digest the ledger holds (a file that changed
-meanwhile waits to be judged again). Landed and repeated bodies are recorded as landed, a body
-its session holds with other bytes as a conflict; when a call fails, its bodies are forgotten
-by the ledger so that the next pass reads them again.
+meanwhile is counted as settling and judged again next pass). Landed and repeated bodies are
+recorded as landed, a body its session holds with other bytes as a conflict; when a call
+fails, its bodies are forgotten by the ledger so that the next pass reads them again.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -32,7 +33,7 @@ class ClaimedLanding:
 
     def __init__(
         self,
-        directory: Path,
+        where: Mapping[str, Path],
         lander: BodyLander,
         ledger: Ledger,
         result: Tally,
@@ -43,7 +44,8 @@ class ClaimedLanding:
         objects: set[str],
         has_bodies: dict[str, bool],
     ) -> None:
-        self.directory = directory
+        self.where = where
+        """The bodies directory each file to land is in."""
         self.lander = lander
         self.ledger = ledger
         self.result = result
@@ -114,16 +116,23 @@ class ClaimedLanding:
 
     def _body(self, entry: LedgerEntry) -> bytes | None:
         """The file's bytes, as judged: kept from the first read, or read again and checked
-        against the digest judged (a file that changed meanwhile is judged again next pass)."""
+        against the digest judged."""
         kept = self.kept.pop(entry.name, None)
         if kept is not None:
             return kept
         try:
-            body = read_body(self.directory, entry.name).data
-        except (NotReadable, TooLarge):
+            body: bytes | None = read_body(self.where[entry.name], entry.name).data
+        except NotReadable as err:
+            if err.kind == "gone":
+                # Nothing left to count: the next pass forgets it.
+                self.ledger.drop(entry.name)
+                return None
+            body = None
+        except TooLarge:
             body = None
         if body is None or hashlib.sha256(body).hexdigest() != entry.sha256:
+            # Written again since it was judged: settling, and judged afresh next pass.
             self.ledger.drop(entry.name)
-            self.result.bodies_waiting += 1
+            self.result.bodies_settling += 1
             return None
         return body

@@ -6,6 +6,10 @@ only names of the body form are looked at, nothing but a regular file is ever op
 could point anywhere, a FIFO would block the pass), a body is refused by its size before it is
 read whole, and a body that is not one JSON value yet is left for later: it may still be being
 written.
+
+A user with several Claude Code directories has several bodies directories. A body's file name
+is its identity (a request's UUID, a response's request id), so they are listed as one: a name
+present in two is taken from the first, and the later copy is counted as shadowed.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -37,6 +42,8 @@ class SourceFile(NamedTuple):
     role: str
     size: int
     mtime_ns: int
+    directory: Path
+    """The bodies directory it is in (one object shared by the whole listing)."""
 
     @property
     def stem(self) -> str:
@@ -51,9 +58,27 @@ class SourceFile(NamedTuple):
 
 @dataclass(slots=True)
 class Listing:
-    exists: bool
+    present: list[Path] = field(default_factory=list)
+    """The directories listed that exist, in order."""
     files: list[SourceFile] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    shadowed: list[SourceFile] = field(default_factory=list)
+    """Copies of a name an earlier directory holds: never read, never landed."""
+
+    @property
+    def exists(self) -> bool:
+        return bool(self.present)
+
+    def merge(self, other: Listing) -> None:
+        """Adds a later directory's listing: its names not taken yet, the others shadowed."""
+        self.present += other.present
+        self.errors += other.errors
+        if not self.files:
+            self.files = other.files
+            return
+        taken = {source.name for source in self.files}
+        for source in other.files:
+            (self.shadowed if source.name in taken else self.files).append(source)
 
 
 def parse_body_name(name: str) -> tuple[str, str] | None:
@@ -62,17 +87,35 @@ def parse_body_name(name: str) -> tuple[str, str] | None:
     return (match.group(1), match.group(2)) if match else None
 
 
-def list_sources(directory: Path) -> Listing:
-    """Every regular file named like a body, with one ``lstat`` each and nothing opened.
+def distinct_dirs(directories: Iterable[Path]) -> list[Path]:
+    """The directories, less any that is another name of an earlier one (a link to it)."""
+    seen: set[str] = set()
+    kept = []
+    for directory in directories:
+        real = os.path.realpath(directory)
+        if real not in seen:
+            seen.add(real)
+            kept.append(directory)
+    return kept
 
-    A file that vanishes while listed is simply not there; any other failure is named, since a
-    pass that skipped a file must not look complete.
-    """
+
+def list_sources(*directories: Path) -> Listing:
+    """Every regular file named like a body in the directories, each name from the first
+    directory holding it, with one ``lstat`` each and nothing opened."""
+    listing = Listing()
+    for directory in distinct_dirs(directories):
+        listing.merge(_list_one(directory))
+    return listing
+
+
+def _list_one(directory: Path) -> Listing:
+    """One directory's listing. A file that vanishes while listed is simply not there; any
+    other failure is named, since a pass that skipped a file must not look complete."""
     try:
         scanner = os.scandir(directory)
     except (FileNotFoundError, NotADirectoryError):
-        return Listing(exists=False)
-    listing = Listing(exists=True)
+        return Listing()
+    listing = Listing(present=[directory])
     with scanner:
         for entry in scanner:
             match = _match_body_name(entry.name)
@@ -88,7 +131,9 @@ def list_sources(directory: Path) -> Listing:
                 listing.errors.append(f"{entry.name}: cannot be looked at: {err.strerror}")
                 continue
             role = _ROLES[match.group(2)]
-            listing.files.append(SourceFile(entry.name, role, info.st_size, info.st_mtime_ns))
+            listing.files.append(
+                SourceFile(entry.name, role, info.st_size, info.st_mtime_ns, directory)
+            )
     return listing
 
 

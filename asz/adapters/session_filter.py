@@ -95,7 +95,7 @@ class SessionJudge:
     """Verdicts for one pass; each session is judged once and the verdict kept.
 
     ``discovered`` is this pass's discovery when the caller already ran it; otherwise the
-    projects directory is scanned on first use (its errors are the transcript adapter's to
+    projects directories are scanned on first use (its errors are the transcript adapter's to
     report, not the judge's).
     """
 
@@ -114,7 +114,7 @@ class SessionJudge:
     @property
     def discovered(self) -> Mapping[str, DiscoveredSession]:
         if self._discovered is None:
-            self._discovered = discover(self.config.projects_dir).sessions
+            self._discovered = discover(*self.config.projects_dirs).sessions
         return self._discovered
 
     def judge(self, session: str) -> Verdict:

@@ -70,6 +70,12 @@ class Cursor:
             seen.mtime_ns,
         )
 
+    def owes_empty_window(self) -> bool:
+        """Whether the source was last seen empty and nothing of it landed: the empty window
+        it is owed must land even though the source did not change (asz 0.1.0 saved such
+        cursors and landed nothing)."""
+        return self.last_seq == 0 and self.size == 0
+
     def saw(self, seen: FileStat) -> None:
         self.dev, self.ino, self.size, self.mtime_ns = seen.dev, seen.ino, seen.size, seen.mtime_ns
 

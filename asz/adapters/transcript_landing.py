@@ -4,9 +4,12 @@ A window holds only complete lines (a last line without its newline is still bei
 at most ``max_delta_bytes`` of them unless one line alone is longer, and is one record: its
 meta says where it starts in the source (``off``), the number of its first line (``line``),
 how many lines it holds and the SHA-256 of its bytes. A ``.meta.json`` sidecar is a snapshot
-source instead: a new whole copy lands each time its bytes change. Where each source was
-landed up to is its cursor (``asz.adapters.transcript_cursors``), which moves only once the
-windows it covers are published.
+source instead: a new whole copy lands each time its bytes change. A source that is empty
+while nothing of it has landed lands once, as an empty window (offset 0, no lines): Claude
+Code leaves empty session files, and without it a restore could not give them back. The
+source then goes on from offset 0 when it grows. Where each source was landed up to is its
+cursor (``asz.adapters.transcript_cursors``), which moves only once the windows it covers
+are published.
 """
 
 from __future__ import annotations
@@ -131,6 +134,7 @@ class TranscriptLander:
             cursor is not None
             and cursor.seen_as(source.seen)
             and still_landed(self.session, directory, cursor)
+            and not cursor.owes_empty_window()
         ):
             if cursor.state == CONFLICT:
                 tally.conflict_sources.append(f"{source.relpath}: {cursor.reason}")
@@ -215,8 +219,6 @@ class _SourceRun:
             reason = "" if intact else "rewritten: its bytes before the landed offset changed"
         cursor.saw(self.seen)
         if reason:
-            if cursor.state != CONFLICT or cursor.reason != reason:
-                self.tally.new_conflicts.append((self.source.relpath, reason))
             cursor.state, cursor.reason = CONFLICT, reason
             self.save()
             self.tally.conflict_sources.append(f"{self.source.relpath}: {reason}")
@@ -235,6 +237,8 @@ class _SourceRun:
                 break
             self._stage(window, cursor.offset, cursor.line)
             tail.add(window)
+        if not self.staged.files and cursor.last_seq == 0 and self.seen.size == 0:
+            self._stage(b"", 0, 1)
         if self.staged.files:
             cursor.tail_sha256 = tail.sha256()
         self._save_when_landed()
@@ -248,7 +252,10 @@ class _SourceRun:
             self.tally.errors.append(f"{self.source.relpath}: larger than a sidecar may be")
         else:
             digest = hashlib.sha256(data).hexdigest()
-            if data and (len(data) != cursor.offset or digest != cursor.tail_sha256):
+            changed = len(data) != cursor.offset or digest != cursor.tail_sha256
+            # A later empty copy is a rewrite caught half way, never worth a copy; the first
+            # copy lands even when empty, so that the sidecar is kept at all.
+            if cursor.last_seq == 0 or (data and changed):
                 self._stage(data, 0, 1)
                 cursor.tail_sha256 = digest
         self._save_when_landed()

@@ -22,6 +22,7 @@ from asz.commands import (
     demo,
     restore,
     service,
+    sessions,
     sources,
     synth,
     verify,
@@ -45,6 +46,7 @@ class Command(Protocol):
 # In the order ``asz --help`` lists them.
 COMMANDS: dict[str, Command] = {
     "collect": collect,
+    "sessions": sessions,
     "verify": verify,
     "body": body,
     "view": view,

@@ -1,11 +1,14 @@
-"""Checks on the arguments several commands share, so each command refuses the same input alike.
+"""Checks on the arguments several commands share, so each command reads the same input alike.
 
-A session id becomes a directory name under the root, so one that is not in Claude Code's
-form is refused before anything is opened.
+A session is named the way people paste it (any case, or a unique prefix): the store resolves
+it (``Store.find_session``), and every session-taking command goes through
+:func:`landed_session`, so each accepts and refuses the same text with the same words.
 """
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from asz.commands.exits import UsageError
@@ -14,22 +17,41 @@ if TYPE_CHECKING:
     from asz.config import Config
     from asz.store import Session
 
-
-def session_arg(session: str) -> str:
-    """The session id given, when it is in Claude Code's form; else a usage error."""
-    from asz.bodykeys import is_session_id
-
-    if not is_session_id(session):
-        raise UsageError(f"{session!r} is not a Claude Code session id")
-    return session
+_AGE = re.compile(r"(\d{1,6})([mhdw])")
+_AGE_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+SINCE_HELP = (
+    "a date (2026-01-31, from local midnight), an ISO time (2026-01-31T09:30, local time "
+    "unless it names a zone, e.g. Z or +02:00), or an age: 30m, 24h, 7d, 2w"
+)
 
 
 def landed_session(config: Config, session: str) -> Session:
-    """The landed session the id names, read through the store; a usage error (exit 2) when
-    the id is not one or the root holds no such session."""
-    from asz.store import UnknownSession, open_store
+    """The landed session the text names (its id in any case, or a unique prefix), read
+    through the store; a usage error (exit 2) when it cannot name one, names none, or starts
+    several ids (the message names a few)."""
+    from asz.store import AmbiguousId, NotASession, UnknownSession, open_store
 
     try:
-        return open_store(config.root).session(session_arg(session))
-    except UnknownSession as err:
+        return open_store(config.root).find_session(session)
+    except (NotASession, UnknownSession, AmbiguousId) as err:
         raise UsageError(str(err)) from None
+
+
+def parse_since(text: str, now: datetime | None = None) -> datetime:
+    """The moment ``text`` names (see ``SINCE_HELP``), aware; ValueError when it names none.
+
+    An age counts back from ``now`` (the current time when None).
+    """
+    wanted = text.strip()
+    age = _AGE.fullmatch(wanted)
+    if age is not None:
+        count, unit = age.groups()
+        try:
+            return (now or datetime.now(UTC)) - timedelta(**{_AGE_UNITS[unit]: int(count)})
+        except OverflowError:  # further back than any date: since the beginning
+            return datetime.min.replace(tzinfo=UTC)
+    try:
+        moment = datetime.fromisoformat(wanted)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a date, an ISO time or an age ({SINCE_HELP})") from None
+    return moment if moment.tzinfo is not None else moment.astimezone()

@@ -1,6 +1,7 @@
 """``asz cache``: what broke the prompt cache at each request of a session, and what it cost.
 
-The report is built by :mod:`asz.view`; this module checks the session and prints it.
+The report is built by :mod:`asz.view`; this module checks the session, prints the report and
+the problems met building it (see :mod:`.problems`).
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from asz.commands.args import landed_session
-from asz.commands.exits import EXIT_OK
+from asz.commands.problems import report_problems
 from asz.config import Config
 
 SUMMARY = "say what broke the prompt cache at each request, and what it cost"
@@ -28,4 +29,4 @@ def run(args: argparse.Namespace, config: Config) -> int:
         print_json(report)
     else:
         print(format_cache_report(report))
-    return EXIT_OK
+    return report_problems(report["problems"], all_in="--json")

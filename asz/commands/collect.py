@@ -9,9 +9,16 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from asz.commands.exits import EXIT_FAILED, EXIT_OK
 from asz.config import Config
+from asz.daemon.logs import LOG_FORMATS
+from asz.output import log_to_stderr
+from asz.words import CONFLICT_ADVICE, count
+
+if TYPE_CHECKING:
+    from asz.tally import Tally
 
 SUMMARY = "land new transcripts and bodies (a service, or one pass)"
 
@@ -30,6 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--settle-seconds", type=_positive_float, metavar="SECONDS")
     parser.add_argument("--rescan-interval", type=_positive_float, metavar="SECONDS")
     parser.add_argument("--listen", metavar="HOST:PORT", help="metrics and health endpoint")
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="auto",
+        help="the log's lines: console lines for people, JSON lines for machines; auto picks "
+        "console on a terminal and JSON anywhere else (default: auto)",
+    )
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
@@ -37,7 +51,14 @@ def run(args: argparse.Namespace, config: Config) -> int:
     if not args.once:
         from asz.daemon.service import run_service
 
-        return run_service(config, as_json=args.json)
+        return run_service(config, as_json=args.json, log_format=args.log_format)
+    log_to_stderr(args.log_format)
+    from asz.adapters.presence import nothing_there
+
+    # A pass over directories that are all absent lands nothing and would look clean.
+    if (missing := nothing_there(config)) is not None:
+        print(f"asz: {missing}", file=sys.stderr)
+        return EXIT_FAILED
     return collect_once(config, as_json=args.json)
 
 
@@ -77,10 +98,34 @@ def collect_once(config: Config, as_json: bool) -> int:
         return EXIT_FAILED
     if as_json:
         print_json(counts.as_dict())
-    elif counts.changed or counts.bodies_waiting or counts.bodies_unreadable:
-        print(pass_line(counts))
-    for source in counts.conflict_sources:
-        print(f"  conflict: {source}", file=sys.stderr)
-    for error in counts.errors:
-        print(f"  error: {error}", file=sys.stderr)
+    else:
+        print(pass_line(counts, "" if counts.changed else _held(config)))
+    _say_trouble(counts)
     return EXIT_OK if counts.complete else EXIT_FAILED
+
+
+def _say_trouble(counts: Tally) -> None:
+    """The pass's conflicts on stderr as one message, what to do about them first and the
+    sources after, and each error once."""
+    if counts.conflict_sources:
+        print(f"asz: {count(counts.conflicts, 'conflict')}: {CONFLICT_ADVICE}:", file=sys.stderr)
+        for source in counts.conflict_sources:
+            print(f"  {source}", file=sys.stderr)
+    for error in counts.errors:
+        print(f"asz: error: {error}", file=sys.stderr)
+
+
+def _held(config: Config) -> str:
+    """What the root already holds, said when a pass found nothing new: one listing per
+    session, so it costs little however much landed."""
+    from asz.store import open_store
+
+    store = open_store(config.root)
+    sessions = store.sessions()
+    if not sessions:
+        return "nothing landed yet"
+    transcripts = sum(len(store.session(session).stream_dirs()) for session in sessions)
+    return (
+        f"{count(transcripts, 'transcript file')} of {count(len(sessions), 'session')} "
+        "already landed"
+    )

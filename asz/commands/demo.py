@@ -1,13 +1,22 @@
 """``asz demo``: the whole product on a synthetic capture, for someone with no Claude Code data.
 
-It writes a Claude Code directory the way Claude Code would, collects it into a fresh root,
-verifies every body rebuilds, joins the bodies to their calls, and says what happened and
-where everything is, so the next command a person types can be ``asz view`` on a real root.
+It writes a Claude Code directory the way Claude Code would, collects it into a root,
+verifies every body rebuilds, joins the bodies to their calls, and says what happened in the
+words ``asz collect`` and ``asz verify`` use, so that what a person learns here reads the same
+on their own root.
+
+What it makes goes in a temporary directory that is removed when it ends (a capture is a few
+megabytes, and a demo run again and again must not fill the disk), unless it is asked to keep
+it: ``--root DIR`` lands the capture in DIR and keeps that root, so the next command a person
+types can be ``asz view``; ``--keep DIR`` keeps everything, the synthetic Claude Code directory
+too. Either directory must be new or empty: the demo never mixes its capture into real data.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -15,29 +24,53 @@ from typing import Any
 
 from asz.commands.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from asz.config import AdapterConfig, Adapters, Config
+from asz.words import count, size
 
 SUMMARY = "synthesise a capture, collect it, verify it, say what happened"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--keep", type=Path, metavar="DIR", help="work in DIR and keep it")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="work in DIR, which must be new or empty, and keep it: the synthetic Claude Code "
+        "directory in DIR/claude and the root in DIR/root (unless --root names one); by "
+        "default the demo works in a temporary directory and removes it when it ends",
+    )
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
-    from asz.passes import run_pass
+    keep: Path | None = args.keep
+    given: Path | None = getattr(args, "root", None)  # --root on the command line, not a config's
+    root_dir = given or (keep / "root" if keep else None)
+    for chosen in (keep, root_dir):
+        if chosen is not None and chosen.exists() and any(chosen.iterdir()):
+            print(f"asz demo: {chosen} is not empty; name a new or empty one", file=sys.stderr)
+            return EXIT_USAGE
+    workdir = keep or Path(tempfile.mkdtemp(prefix="asz-demo-"))
+    try:
+        return _demo(config, workdir / "claude", root_dir or workdir / "root", root_dir is not None)
+    finally:
+        if keep is None:
+            made = _bytes_under(workdir)
+            shutil.rmtree(workdir, ignore_errors=True)
+            what = "the synthetic Claude Code directory" if given else "everything the demo made"
+            print(f"removed      {workdir} ({size(made)}): {what}")
+            if given is None:
+                print("             `asz demo --root DIR` keeps the root in DIR, to look around it")
+
+
+def _demo(config: Config, claude_dir: Path, root_dir: Path, kept: bool) -> int:
+    """Synthesises, collects, verifies and joins, saying each; ``kept``: the root stays after
+    the demo, so the commands to read it are worth saying."""
+    from asz.passes import pass_line, run_pass
     from asz.store import BODY_KIND, open_store
     from asz.store.bodies import BodyLander
     from asz.store.root import Root, collector_lock
     from asz.synth import SynthOptions, synthesize
     from asz.view import build_view
 
-    keep: Path | None = args.keep
-    workdir = keep or Path(tempfile.mkdtemp(prefix="asz-demo-"))
-    claude_dir = workdir / "claude"
-    root_dir = workdir / "root"
-    if root_dir.exists() and any(root_dir.iterdir()):
-        print(f"asz demo: {root_dir} is not empty; name another --keep directory")
-        return EXIT_USAGE
     expected = synthesize(claude_dir, SynthOptions())
     demo_config = replace(
         config,
@@ -52,32 +85,35 @@ def run(args: argparse.Namespace, config: Config) -> int:
     report = store.verify()
     sessions = [store.session(session) for session in store.sessions()]
     joined = [_joined(build_view(session)) for session in sessions]
-    written = expected["totals"]["body_bytes"]
+    totals = expected["totals"]
+    written = totals["body_bytes"]
     on_disk = sum(session.landed_bytes(BODY_KIND) for session in sessions)
-    print(f"synthesised  {len(expected['sessions'])} sessions under {claude_dir}")
     print(
-        f"collected    {len(counts.sessions)} sessions, {counts.bodies_landed} bodies landed, "
-        f"{counts.bodies_waiting} waiting (no session can claim them), "
-        f"{counts.transcript_lines_landed} transcript lines"
+        f"synthesised  {count(len(expected['sessions']), 'session')} of Claude Code under "
+        f"{claude_dir}: {count(totals['requests'] + totals['responses'], 'body')} "
+        f"({size(written)}) and {size(totals['transcript_bytes'])} of transcripts"
+    )
+    print(f"collected    {pass_line(counts)}")
+    print(
+        f"stored       {size(on_disk)} of body files for the {size(written)} of bodies Claude "
+        f"Code wrote ({100 * on_disk / max(written, 1):.1f}%)"
     )
     print(
-        f"stored       {on_disk:,} bytes of body files for {written:,} bytes Claude Code wrote "
-        f"({100 * on_disk / max(written, 1):.1f}%)"
-    )
-    print(
-        f"verified     {report.bodies} bodies rebuild byte for byte, "
-        f"{len(report.problems)} problem(s)"
+        f"verified     {count(report.bodies, 'body')} and "
+        f"{count(report.transcript_lines, 'transcript line')} in "
+        f"{count(report.files, 'landed file')}: "
+        + (count(len(report.problems), "problem") if report.problems else "all rebuild")
     )
     calls = sum(item[0] for item in joined)
     print(
-        f"joined       {sum(item[1] for item in joined)} requests and "
-        f"{sum(item[2] for item in joined)} responses to {calls} calls"
+        f"joined       {count(sum(item[1] for item in joined), 'request')} and "
+        f"{count(sum(item[2] for item in joined), 'response')} to {count(calls, 'call')}"
     )
-    first = sessions[0].id if sessions else None
-    print(f"root         {root_dir}")
-    if first:
-        print(f"next         asz view --root {root_dir} {first}")
-        print(f"             asz cache --root {root_dir} {first}")
+    if kept:
+        print(f"root         {root_dir}")
+    if kept and sessions:
+        print(f"next         asz view --root {root_dir} {sessions[0].id}")
+        print(f"             asz cache --root {root_dir} {sessions[0].id}")
     ok = counts.complete and not report.problems
     return EXIT_OK if ok else EXIT_FAILED
 
@@ -85,3 +121,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
 def _joined(view: dict[str, Any]) -> tuple[int, int, int]:
     summary = view["summary"]
     return summary["calls"], summary["requests_joined"], summary["responses_joined"]
+
+
+def _bytes_under(directory: Path) -> int:
+    return sum(path.stat().st_size for path in directory.rglob("*") if path.is_file())

@@ -1,7 +1,8 @@
 """``asz restore``: a session's landed transcripts written back to a directory.
 
 :func:`asz.restore.restore_session` does the writing and says what it refused; this
-module prints that, since the store itself prints nothing.
+module prints that, and the problems met reading the session (see :mod:`.problems`), since
+the store itself prints nothing.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import sys
 from pathlib import Path
 
 from asz.commands.args import landed_session
-from asz.commands.exits import EXIT_FAILED, EXIT_OK
+from asz.commands.exits import EXIT_FAILED
+from asz.commands.problems import report_problems
 from asz.config import Config
 
 SUMMARY = "write a session's landed transcripts back to a directory"
@@ -23,21 +25,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
-    """0 when every landed source is back, 1 otherwise."""
+    """0 when every landed source is back and nothing read was damaged, 1 otherwise."""
     from asz.restore import RestoreRefused, restore_session
 
     session = landed_session(config, args.session)
     to_dir: Path = args.to
+    refused: list[str] = []
     try:
         written = restore_session(session, to_dir)
     except RestoreRefused as err:
-        for problem in err.refused:
-            print(f"  refused: {problem}", file=sys.stderr)
-        print(f"restored {len(err.written)} file(s) under {to_dir}")
-        return EXIT_FAILED
-    if not written:
+        written, refused = err.written, err.refused
+    if written or refused:
+        print(f"restored {len(written)} file(s) under {to_dir}")
+    else:
         where = session.store.location
         print(f"asz: no landed transcripts of {session.id} under {where}", file=sys.stderr)
-        return EXIT_FAILED
-    print(f"restored {len(written)} file(s) under {to_dir}")
-    return EXIT_OK
+    # A damaged transcript's refusal already names the problems that made it.
+    named = "\n".join(refused)
+    met = [problem for problem in map(str, session.problems) if problem not in named]
+    code = report_problems([*refused, *met])
+    return code if written else EXIT_FAILED

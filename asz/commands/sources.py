@@ -1,14 +1,18 @@
 """``asz sources``: what each adapter sees, without landing anything.
 
-It is the first thing to run when nothing lands: it names the directories asz reads, whether
-they exist, and how many sessions and bodies are there.
+It is the first thing to run when nothing lands: it names every directory asz reads, whether
+it is there, and how many sessions and bodies each holds; and when none of them is there it
+says so on stderr and exits 1, as ``asz collect --once`` would.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+from typing import Any
 
-from asz.commands.exits import EXIT_OK
+from asz.commands.exits import EXIT_FAILED, EXIT_OK
 from asz.config import Config
 
 SUMMARY = "say what each adapter sees"
@@ -19,38 +23,101 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
-    from asz.adapters.discovery import discover
+    """0 when some directory to read is there, 1 (after the report) when none is."""
+    from asz.adapters.presence import nothing_there
     from asz.adapters.provider_census import describe_sources
-    from asz.bodykeys import is_session_id
     from asz.output import print_json
 
-    found = discover(config.projects_dir)
-    transcripts = {
-        "dir": str(config.projects_dir),
-        "exists": config.projects_dir.is_dir(),
+    described: dict[str, Any] = {
+        "claude_dirs": [
+            {"dir": str(directory), "exists": directory.is_dir()}
+            for directory in config.claude_dirs
+        ],
+        "claude_code_local": describe_transcripts(config),
+        "claude_code_provider": describe_sources(config),
+    }
+    if args.json:
+        print_json(described)
+    else:
+        print("Claude Code directories")
+        for entry in described["claude_dirs"]:
+            print(f"  {entry['dir']}" + _absent(entry))
+        _print_transcripts(described["claude_code_local"])
+        _print_bodies(described["claude_code_provider"], config)
+    # Nothing to read anywhere is what `collect --once` would fail on: said the same way.
+    if (missing := nothing_there(config)) is not None:
+        print(f"asz: {missing}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def describe_transcripts(config: Config) -> dict[str, Any]:
+    """What the projects directories hold: each with its sessions and files, and how many of
+    its files are shadowed by the same path under an earlier directory."""
+    from asz.adapters.discovery import discover
+
+    found = discover(*config.projects_dirs)
+    return {
+        "dirs": [
+            {
+                "dir": str(scanned.path),
+                "exists": scanned.exists,
+                "same_as": str(scanned.same_as) if scanned.same_as else None,
+                "sessions": len(scanned.sessions),
+                "files": scanned.files,
+                "shadowed": len(scanned.shadowed),
+            }
+            for scanned in found.dirs
+        ],
         "sessions": len(found.sessions),
         "files": sum(len(session.sources) for session in found.sessions.values()),
         "unattributed": len(found.unattributed),
+        "shadowed": sum(len(scanned.shadowed) for scanned in found.dirs),
         "errors": found.errors,
     }
-    bodies = describe_sources(config)
-    if args.json:
-        print_json({"claude_code_local": transcripts, "claude_code_provider": bodies})
-        return EXIT_OK
+
+
+def _absent(entry: dict[str, Any]) -> str:
+    if entry.get("same_as"):
+        return f" (the same directory as {entry['same_as']})"
+    return "" if entry["exists"] else " (absent)"
+
+
+def _shadowed(entry: dict[str, Any]) -> None:
+    if entry["shadowed"]:
+        print(
+            f"    {entry['shadowed']} file(s) here are also under an earlier directory: the "
+            "earlier copy is the one collected, these are not"
+        )
+
+
+def _print_transcripts(transcripts: dict[str, Any]) -> None:
     print("claude-code-local")
-    print(f"  transcripts  : {transcripts['dir']}" + ("" if transcripts["exists"] else " (absent)"))
+    for entry in transcripts["dirs"]:
+        counts = f": {entry['sessions']} session(s), {entry['files']} file(s)"
+        shown = counts if entry["exists"] and not entry["same_as"] else _absent(entry)
+        print(f"  transcripts  : {entry['dir']}{shown}")
+        _shadowed(entry)
     print(f"  sessions     : {transcripts['sessions']} ({transcripts['files']} files)")
-    for error in found.errors:
+    for error in transcripts["errors"]:
         print(f"  error        : {error}")
+
+
+def _print_bodies(bodies: dict[str, Any], config: Config) -> None:
+    from asz.bodykeys import is_session_id
+
     print("claude-code-provider")
+    for entry in bodies["dirs"]:
+        counts = f": {entry['requests']} request(s), {entry['responses']} response(s)"
+        shown = counts if entry["exists"] and not entry["same_as"] else _absent(entry)
+        print(f"  bodies       : {entry['dir']}{shown}")
+        _shadowed(entry)
     if not bodies["exists"]:
-        print(f"  bodies       : {bodies['dir']} (absent)")
         print(
             "  Claude Code writes bodies there when its environment has "
-            f"OTEL_LOG_RAW_API_BODIES=file:{bodies['dir']}"
+            f"OTEL_LOG_RAW_API_BODIES=file:{_suggested_bodies_dir(config)}"
         )
-        return EXIT_OK
-    print(f"  bodies       : {bodies['dir']}")
+        return
     print(f"  files        : {bodies['requests']} request(s), {bodies['responses']} response(s)")
     # Only UUID-form ids are printed: any other value is body text, which stays out of output.
     odd = 0
@@ -65,4 +132,14 @@ def run(args: argparse.Namespace, config: Config) -> int:
         f"  {len(bodies['sessions'])} session(s) named by requests; a response joins its "
         "session when it is collected"
     )
-    return EXIT_OK
+
+
+def _suggested_bodies_dir(config: Config) -> Path:
+    """The bodies directory to tell Claude Code to write to: the one configured, else that of
+    the first Claude Code directory there is, where Claude Code already keeps its files."""
+    if config.adapters.claude_code_provider.source_root:
+        return config.bodies_dirs[0]
+    for claude, bodies in zip(config.claude_dirs, config.bodies_dirs, strict=True):
+        if claude.is_dir():
+            return bodies
+    return config.bodies_dirs[0]

@@ -10,7 +10,7 @@ import argparse
 from datetime import datetime
 from pathlib import Path
 
-from asz.commands.exits import EXIT_OK
+from asz.commands.exits import EXIT_OK, UsageError
 from asz.config import Config
 
 SUMMARY = "write a synthetic Claude Code directory with its ground truth"
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
-    from asz.synth import SynthOptions, synthesize
+    from asz.synth import NoTranscripts, SynthOptions, synthesize
 
     options = SynthOptions(
         seed=args.seed,
@@ -49,7 +49,10 @@ def run(args: argparse.Namespace, config: Config) -> int:
         tools_file=args.tools,
         **({"start": args.start} if args.start else {}),
     )
-    expected = synthesize(args.outdir, options)
+    try:
+        expected = synthesize(args.outdir, options)
+    except NoTranscripts as err:
+        raise UsageError(str(err)) from None
     totals = expected["totals"]
     print(
         f"wrote {totals['requests']} requests, {totals['responses']} responses and "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from asz.commands.args import landed_session
-from asz.commands.exits import EXIT_FAILED, EXIT_OK
+from asz.commands.exits import UsageError
 from asz.config import Config
 
 SUMMARY = "check every landed file and rebuild every landed body"
@@ -21,21 +21,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
+    from asz.commands.problems import report_problems
     from asz.output import print_json
     from asz.store import open_store
+    from asz.words import count, listing
 
+    if not config.root.is_dir():
+        # A typo in --root must not read as a root that verifies.
+        raise UsageError(f"no storage root at {config.root}")
     store = open_store(config.root)
     sessions = None if args.session is None else [landed_session(config, args.session).id]
     report = store.verify(sessions)
     if args.json:
         print_json(report.as_dict())
+    elif not report.sessions and not report.problems:
+        print(f"the root {config.root} holds no landed session: nothing to verify")
     else:
-        for problem in report.problems:
-            print(f"problem: {problem}")
-        print(
-            f"checked {report.sessions} session(s), {report.files} landed file(s), "
-            f"{report.bodies} bodies, {report.transcript_lines} transcript line(s), "
-            f"{report.index_lines} index line(s): "
-            + (f"{len(report.problems)} problem(s)" if report.problems else "all rebuild")
+        checked = listing(
+            [
+                count(report.sessions, "session"),
+                count(report.files, "landed file"),
+                count(report.bodies, "body"),
+                count(report.transcript_lines, "transcript line"),
+                count(report.index_lines, "index line"),
+            ]
         )
-    return EXIT_FAILED if report.problems else EXIT_OK
+        found = count(len(report.problems), "problem") if report.problems else "all rebuild"
+        print(f"checked {checked}: {found}")
+    return report_problems(report.problems, all_in="--json")

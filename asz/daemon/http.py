@@ -56,6 +56,9 @@ class HealthState:
     ready: bool = False
     last_pass_at: float | None = None
     last_pass: dict[str, Any] | None = None
+    sources_absent: list[str] = field(default_factory=list)
+    """Source directories not there at the last look: not an error, since Claude Code may
+    make them later, but the first thing to check when nothing lands."""
 
     def tick(self) -> None:
         self.last_tick = time.monotonic()
@@ -77,6 +80,7 @@ class HealthState:
             "ready": self.ready,
             "last_pass_at": self.last_pass_at,
             "last_pass": self.last_pass,
+            "sources_absent": self.sources_absent,
         }
 
 

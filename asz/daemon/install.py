@@ -1,7 +1,7 @@
 """``asz service install|uninstall|status``: the collector as a per-user service.
 
 The unit (systemd, Linux) or agent (launchd, macOS) runs the very ``asz`` that installed it,
-by absolute path, with the storage root, config file and Claude Code directory that this
+by absolute path, with the storage root, config file and Claude Code directories that this
 command resolved, so the service collects what ``asz collect`` run here would collect:
 neither manager gives a service the login shell's environment. Each step is printed before it
 is taken, and ``--dry-run`` prints the same steps and takes none.
@@ -71,9 +71,22 @@ def collect_arguments(config: Config) -> list[str]:
 
 
 def service_environment(config: Config) -> dict[str, str]:
-    """Pins the Claude Code directory: a config file naming one wins over the variable
-    anyway, so setting it to the resolved directory changes nothing but the default."""
-    return {"CLAUDE_CONFIG_DIR": str(config.claude_dir)}
+    """Pins the Claude Code directories resolved here, comma-separated: a config file naming
+    them wins over the variable anyway, so this changes nothing but the default. A directory
+    named in the variable is read whether or not it exists, so the service keeps watching one
+    that was absent at install time. A name holding a comma cannot be carried there
+    (``UnpinnableDir``)."""
+    for directory in config.claude_dirs:
+        if "," in str(directory):
+            raise UnpinnableDir(
+                f"{directory}: a comma in the name cannot be passed in CLAUDE_CONFIG_DIR; "
+                "name it in the config file's claude_dir instead"
+            )
+    return {"CLAUDE_CONFIG_DIR": ",".join(map(str, config.claude_dirs))}
+
+
+class UnpinnableDir(ValueError):
+    """A Claude Code directory the service's environment cannot name."""
 
 
 def systemd_quote(argument: str) -> str:
@@ -232,7 +245,11 @@ def service_command(
         print(f"asz: {err}", file=sys.stderr)
         return EXIT_FAILED
     if action == "install":
-        plan = manager.install(config, asz_command())
+        try:
+            plan = manager.install(config, asz_command())
+        except UnpinnableDir as err:
+            print(f"asz: {err}", file=sys.stderr)
+            return EXIT_FAILED
     elif action == "uninstall":
         plan = manager.uninstall()
     else:

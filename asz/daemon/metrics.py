@@ -36,6 +36,11 @@ class ServiceMetrics:
         self.bodies_waiting = gauge(
             "asz_bodies_waiting", "Bodies no session claims yet, as of the last pass."
         )
+        self.bodies_settling = gauge(
+            "asz_bodies_settling",
+            "Bodies still being written (not JSON yet, written less than unreadable_after ago), "
+            "as of the last pass.",
+        )
         self.bodies_unreadable = gauge(
             "asz_bodies_unreadable",
             "Bodies that are not one JSON value long after their last write, as of the last pass.",
@@ -81,6 +86,7 @@ class ServiceMetrics:
 
     def record_pass(self, counts: Tally, finished_at: float) -> None:
         self.bodies_waiting.set(counts.bodies_waiting)
+        self.bodies_settling.set(counts.bodies_settling)
         self.bodies_unreadable.set(counts.bodies_unreadable)
         self.bodies_excluded.set(counts.bodies_excluded)
         self.conflicts.set(counts.conflicts)

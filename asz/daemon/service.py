@@ -27,6 +27,7 @@ from structlog.typing import FilteringBoundLogger
 
 from asz import __version__
 from asz.adapters.claude_code_provider import ProviderState
+from asz.adapters.presence import absent_dirs, nothing_there
 from asz.commands.exits import EXIT_FAILED, EXIT_OK
 from asz.config import Config
 from asz.daemon.http import HealthState, ListenError, StatusServer
@@ -36,11 +37,12 @@ from asz.daemon.notify import Notifier
 from asz.daemon.settle import BodyCheck, Kind, SettleQueue, SourcePaths, check_body
 from asz.daemon.watcher import Armed, EventKind, Rearmed, Target, Watcher, WatchEvent
 from asz.daemon.worker import FIRST_SCAN, RESCAN, PassResult, PassSchedule, PassWorker
-from asz.passes import run_pass
+from asz.passes import pass_line, run_pass
 from asz.store import open_store
 from asz.store.bodies import BodyLander
 from asz.store.root import Busy, Root, UnsafeRoot, collector_lock
 from asz.tally import Tally
+from asz.words import CONFLICT_ADVICE
 
 LOCK_POLL_SECONDS = 1.0
 HEARTBEAT_SECONDS = 1.0
@@ -48,14 +50,14 @@ FULL_RESCAN_EVERY = 10
 """A rescan lists the bodies directory when its mtime moved; every tenth one lists it anyway."""
 
 
-def run_service(config: Config, as_json: bool = False) -> int:
+def run_service(config: Config, as_json: bool = False, log_format: str = "auto") -> int:
     """Runs until SIGTERM or SIGINT; 0 after a clean stop, 1 when it could not start.
 
     ``as_json`` logs every pass, quiet ones included, as ``asz collect --once --json`` prints
     one; otherwise a pass is logged when it changed something or the waiting and unreadable
     counts moved.
     """
-    log = configure_logging()
+    log = configure_logging(log_format=log_format)
     try:
         return anyio.run(Service(config, as_json, log).run)
     except Exception as err:
@@ -81,7 +83,9 @@ class Service:
         self.metrics = ServiceMetrics(__version__)
         self.health = HealthState(__version__)
         self.notifier = Notifier.from_environ()
-        self.sources = SourcePaths.resolve(config.projects_dir, config.bodies_dir)
+        self.sources = SourcePaths.resolve(config.projects_dirs, config.bodies_dirs)
+        self._absent: list[Path] | None = None
+        """The source directories the last look found absent (None before the first)."""
         timing = config.service
         self.settle = SettleQueue(
             timing.settle_seconds,
@@ -110,6 +114,7 @@ class Service:
         host, port = server.address
         self.log.info("listening", host=host, port=port)
         self._log_start()
+        self._look_for_sources()
         refused = False
         try:
             self._log_rearmed(await anyio.to_thread.run_sync(self.watcher.start))
@@ -249,6 +254,7 @@ class Service:
         if reason == RESCAN:
             self._log_rearmed(self.watcher.rearm())
             self._rescans += 1
+        self._look_for_sources()
         with self._hints:
             changed, self._changed_bodies = self._changed_bodies, set()
             listing_due, self._listing_due = self._listing_due, False
@@ -265,6 +271,25 @@ class Service:
             changed_bodies=None if listing_due or reason == FIRST_SCAN else changed,
             rescan=reason == RESCAN,
         )
+
+    def _look_for_sources(self) -> None:
+        """Notes which source directories are absent, in the health report and, when that
+        changes, in the log: Claude Code may make them later, and the watcher takes each as
+        it appears, so an absent one is said, not failed on."""
+        absent = absent_dirs(self.config)
+        if absent == self._absent:
+            return
+        before, self._absent = self._absent, absent
+        self.health.sources_absent = [str(directory) for directory in absent]
+        if absent:
+            missing = nothing_there(self.config)
+            say = self.log.warning if missing else self.log.info
+            said = missing or "not there until Claude Code makes them: " + ", ".join(
+                self.health.sources_absent
+            )
+            say("sources_absent", absent=self.health.sources_absent, message=said)
+        elif before:
+            self.log.info("sources_present", message="every source directory is there")
 
     def _report(self, result: PassResult) -> None:
         counts = result.counts
@@ -283,11 +308,7 @@ class Service:
                 self.metrics.rescans.inc()
             self.health.pass_done(counts.as_dict(), result.finished_at)
             self._log_pass(result.reason, counts)
-            status = (
-                f"last pass ({result.reason}): landed={counts.landed} "
-                f"waiting={counts.bodies_waiting} unreadable={counts.bodies_unreadable} "
-                f"conflicts={counts.conflicts}"
-            )
+            status = f"last pass ({result.reason}): {pass_line(counts, timed=False)}"
         if self.health.ready:
             if status != self._last_status:
                 self._notify(self.notifier.status, status)
@@ -300,11 +321,13 @@ class Service:
     def _log_pass(self, reason: str, counts: Tally) -> None:
         backlog = (counts.bodies_waiting, counts.bodies_unreadable)
         if self.as_json or counts.changed or backlog != self._logged_backlog:
-            self.log.info("pass", reason=reason, **counts.as_dict())
+            said = f"{reason}: {pass_line(counts)}"
+            self.log.info("pass", reason=reason, message=said, **counts.as_dict())
             self._logged_backlog = backlog
         for source in counts.conflict_sources:
             if source not in self._known_conflicts:
-                self.log.warning("conflict", source=source)
+                said = f"conflict: {source}; {CONFLICT_ADVICE}"
+                self.log.warning("conflict", source=source, message=said)
         for error in counts.errors:
             if error not in self._known_errors:
                 self.log.error("pass_error", reason=reason, error=error)
@@ -320,8 +343,8 @@ class Service:
             version=__version__,
             pid=os.getpid(),
             root=str(self.root.path),
-            projects=str(self.config.projects_dir),
-            bodies=str(self.config.bodies_dir),
+            projects=[str(directory) for directory in self.config.projects_dirs],
+            bodies=[str(directory) for directory in self.config.bodies_dirs],
             batch_window=timing.batch_window,
             settle_seconds=timing.settle_seconds,
             rescan_interval=timing.rescan_interval,
@@ -358,11 +381,12 @@ class Service:
 
 
 def _targets(config: Config) -> list[Target]:
+    """Every projects directory (recursive) and every bodies directory (flat) to watch."""
     targets = []
     if config.adapters.claude_code_local.enabled:
-        targets.append(Target(config.projects_dir, recursive=True))
+        targets += [Target(directory, recursive=True) for directory in config.projects_dirs]
     if config.adapters.claude_code_provider.enabled:
-        targets.append(Target(config.bodies_dir, recursive=False))
+        targets += [Target(directory, recursive=False) for directory in config.bodies_dirs]
     return targets
 
 

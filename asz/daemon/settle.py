@@ -24,6 +24,7 @@ import heapq
 import itertools
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,24 +84,27 @@ def check_body(path: Path) -> BodyCheck:
 class SourcePaths:
     """Which watched paths are sources, and of what kind.
 
-    Both directories are compared as the watcher reports paths: resolved, so a Claude Code
-    directory reached through a symbolic link still matches.
+    Every projects and bodies directory is compared as the watcher reports paths: resolved,
+    so a Claude Code directory reached through a symbolic link still matches.
     """
 
-    projects: str
-    bodies: str
+    projects: tuple[str, ...]
+    bodies: frozenset[str]
 
     @classmethod
-    def resolve(cls, projects: Path, bodies: Path) -> SourcePaths:
-        return cls(os.path.realpath(projects), os.path.realpath(bodies))
+    def resolve(cls, projects: Sequence[Path], bodies: Sequence[Path]) -> SourcePaths:
+        return cls(
+            tuple(os.path.realpath(path) + os.sep for path in projects),
+            frozenset(os.path.realpath(path) for path in bodies),
+        )
 
     def kind_of(self, path: str) -> Kind | None:
         directory, name = os.path.split(path)
-        if directory == self.bodies:
+        if directory in self.bodies:
             if name == INDEX_NAME:
                 return Kind.LINES
             return Kind.BODY if parse_body_name(name) else None
-        if name.endswith(".jsonl") and directory.startswith(self.projects + os.sep):
+        if name.endswith(".jsonl") and directory.startswith(self.projects):
             return Kind.LINES
         return None
 

@@ -13,7 +13,8 @@ directory is replaced.
 A directory that does not exist yet (the bodies directory before Claude Code's first body, the
 whole Claude Code directory on a new machine) cannot be watched, so its nearest existing
 parent is watched instead, for directories only, and the watch moves down as the path
-appears, and back up if it is removed.
+appears, and back up if it is removed. Several targets (a user's several Claude Code
+directories) may share such a parent, and so one watch.
 """
 
 from __future__ import annotations
@@ -227,7 +228,7 @@ class Watcher:
                 if armed and in_place and armed.watch in alive:
                     self._armed[target] = armed
                     break
-                if armed:
+                if armed and not self._shared(armed.watch):
                     with contextlib.suppress(KeyError):
                         self._observer.unschedule(armed.watch)
                 exact = base == os.path.realpath(target.path)
@@ -245,6 +246,12 @@ class Watcher:
                 self._armed[target] = Armed(target, base, exact, identity, watch)
                 result.moved.append(self._armed[target])
         return result
+
+    def _shared(self, watch: ObservedWatch) -> bool:
+        """Whether another target is watched through ``watch``: watchdog keeps one watch per
+        place, so two absent targets under one parent share it, and removing it for one would
+        leave the other deaf."""
+        return any(armed.watch == watch for armed in self._armed.values())
 
     # -- the event loop -------------------------------------------------------------------
 

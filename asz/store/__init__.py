@@ -15,10 +15,11 @@ it is described)::
         provider-index.json                    how far index.jsonl was read
     <session>/                                 a UUID-form session id; nothing else is one
         seq                                    derived: highest sequence number used
+        summary.json                           derived: the session in one line (asz sessions)
         provider_body/provider_body-<seq>.asz  landed provider bodies
         provider_index/provider_index-<seq>.asz  landed index.jsonl lines
         transcripts/
-            facts.json                         derived: calls, directories, cwds
+            facts.json                         derived: calls, directories, cwds, activity
             s-<16 hex>/                        one transcript source (a stream)
                 cursor.json                    derived: how far the source was landed
                 transcript-<seq>.asz           landed windows of complete lines
@@ -34,6 +35,7 @@ files are rebuilt from the landed files whenever they are missing or do not matc
 from asz.bodykeys import BodyKeys
 from asz.store.backend import Backend, Entry, LocalBackend, TempFile
 from asz.store.errors import (
+    AmbiguousId,
     BodyNotFound,
     DamagedTranscript,
     Problem,
@@ -51,6 +53,7 @@ from asz.store.layout import (
     NotASession,
 )
 from asz.store.manifest import CodecError
+from asz.store.resolve import MIN_PREFIX, SHOWN_PREFIX, unique_prefixes
 from asz.store.session import BodyManifest, IndexLine, Session
 from asz.store.session_facts import CallFact, SessionFacts
 from asz.store.store import Store, open_store
@@ -61,6 +64,7 @@ from asz.store.streams import (
     StreamReader,
     TranscriptLine,
 )
+from asz.store.summary import SessionSummary
 from asz.store.verify import VerifyReport
 from asz.store.writer import Batch, Landed, ReadBackError, SessionWriter
 
@@ -69,7 +73,10 @@ __all__ = [
     "INDEX_KIND",
     "KINDS",
     "MAIN_STREAM",
+    "MIN_PREFIX",
+    "SHOWN_PREFIX",
     "TRANSCRIPT_KIND",
+    "AmbiguousId",
     "Backend",
     "Batch",
     "BodyKeys",
@@ -93,6 +100,7 @@ __all__ = [
     "ReadBackError",
     "Session",
     "SessionFacts",
+    "SessionSummary",
     "SessionWriter",
     "Store",
     "StoreError",
@@ -103,4 +111,5 @@ __all__ = [
     "UnknownSession",
     "VerifyReport",
     "open_store",
+    "unique_prefixes",
 ]

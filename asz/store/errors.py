@@ -14,6 +14,14 @@ class UnknownSession(StoreError, LookupError):
     """The root holds no landed session under that id."""
 
 
+class AmbiguousId(StoreError, LookupError):
+    """A prefix that starts more than one id; ``candidates`` are all of them, sorted."""
+
+    def __init__(self, message: str, candidates: list[str]) -> None:
+        super().__init__(message)
+        self.candidates = candidates
+
+
 class BodyNotFound(StoreError, LookupError):
     """The session holds no body under that record id."""
 

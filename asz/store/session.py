@@ -36,6 +36,7 @@ from asz.store.layout import (
     transcripts_dir,
 )
 from asz.store.manifest import ROLES, Record
+from asz.store.resolve import bodies_starting, body_text, only
 from asz.store.session_facts import SessionFacts, load_facts
 from asz.store.streams import (
     Fresh,
@@ -45,6 +46,7 @@ from asz.store.streams import (
     split_lines,
     windows_of,
 )
+from asz.store.summary import SessionSummary, summarize
 
 if TYPE_CHECKING:
     from asz.store.store import Store
@@ -193,6 +195,17 @@ class Session:
         """Every landed body's record id (``<uuid>.request``, ``req_….response``), sorted."""
         return sorted(self.manifests())
 
+    def find_body(self, text: str) -> str:
+        """The record id ``text`` names as a person pastes it: the id, the source file name
+        (or a path to it), or a prefix of the id (``asz.store.resolve``). BodyNotFound when
+        none matches, AmbiguousId when several do."""
+        wanted = body_text(text)
+        if wanted in self.manifests():
+            return wanted
+        found = bodies_starting(wanted, self.manifests())
+        missing = BodyNotFound(f"session {self.id} holds no body {wanted}{self.problems_said()}")
+        return only(text, f"bodies of session {self.id}", found, missing)
+
     def manifest(self, record_id: str) -> BodyManifest:
         found = self.manifests().get(record_id)
         if found is None:
@@ -285,9 +298,13 @@ class Session:
                         yield TranscriptLine(window.stream, window.source, number, start, data)
 
     def facts(self) -> SessionFacts:
-        """What the session's transcripts say: calls, directories, cwds (kept up to date in a
-        derived cache file where the root can be written)."""
+        """What the session's transcripts say: calls, directories, cwds, models, activity and
+        lines (kept up to date in a derived cache file where the root can be written)."""
         return load_facts(self)
+
+    def summary(self) -> SessionSummary:
+        """The session in one line, as ``asz sessions`` lists it (``asz.store.summary``)."""
+        return summarize(self)
 
     # -- index lines -----------------------------------------------------------------------
 

@@ -1,12 +1,15 @@
-"""Facts about a session derived from its landed transcripts: calls, directories, cwds.
+"""Facts about a session derived from its landed transcripts: calls, directories, cwds,
+models, activity and line count.
 
-Claiming a response needs to know which message ids a session's transcripts hold, and the
+Claiming a response needs to know which message ids a session's transcripts hold, the
 session filter needs the directories and cwds its transcripts name even after Claude Code
-pruned them. Everything here is rebuilt from the landed files alone; a cache file
-(``<session>/transcripts/facts.json``) keeps the result together with the highest sequence
-number it covers (its watermark) and the number of landed transcript files at or below it.
-Landing feeds each new window straight in; a reader whose cache is missing, behind or does
-not match the files reads only the files it lacks, or starts over.
+pruned them, and a listing of sessions needs when each was active, with which models, and how
+many lines landed, without reading every transcript again. Everything here is rebuilt from
+the landed files alone; a cache file (``<session>/transcripts/facts.json``) keeps the result
+together with the highest sequence number it covers (its watermark) and the number of landed
+transcript files at or below it. Landing feeds each new window straight in; a reader whose
+cache is missing, behind or does not match the files reads only the files it lacks, or starts
+over.
 
 Windows are read in landing order and each byte of a source counts once, so a window landed
 twice (a crash between landing and moving the cursor) changes nothing.
@@ -30,13 +33,16 @@ if TYPE_CHECKING:
 
 FACTS_FILE = "facts.json"
 SYNTHETIC_MODEL = "<synthetic>"
-_SCHEMA = 1
+_SCHEMA = 2
 _MAX_CACHE = 1 << 30
 _ASSISTANT = b'"assistant"'
 _PROMPT_ID = b'"promptId"'
 _CWD_KEY = b'"cwd"'
 _COMPARED_CWDS = 8
 _CWD_VALUE = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\\n]|\\.)*)"')
+_TIMESTAMP = re.compile(rb'"timestamp"\s*:\s*"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)"')
+"""A time as Claude Code writes it (UTC, milliseconds, ``Z``): of one fixed form, so the
+earliest and latest compare as text."""
 
 
 @dataclass(slots=True)
@@ -56,6 +62,15 @@ class SessionFacts:
     """The project dir (its name under the projects dir) of the main transcript."""
     project_dirs: set[str] = field(default_factory=set)
     cwds: set[str] = field(default_factory=set)
+    first_cwd: str | None = None
+    """The first cwd the landed lines carry, in landing order: where the session started."""
+    models: set[str] = field(default_factory=set)
+    """Every model an assistant line names (``<synthetic>`` excluded)."""
+    first_activity: str | None = None
+    """The earliest ``timestamp`` of the landed lines (see ``_TIMESTAMP``), None without one."""
+    last_activity: str | None = None
+    lines: int = 0
+    """Transcript lines landed, each counted once (sidecar snapshots are not lines)."""
 
 
 @dataclass(slots=True)
@@ -96,8 +111,24 @@ class FactsBuilder:
         if state is None:
             state = self._sources[window.source] = _SourceState()
         fresh = state.reader.take(window).data
+        facts.lines += fresh.count(b"\n")
+        self._activity(fresh)
         for start, end in self._lines_to_read(fresh):
             self._line(fresh[start:end], window.stream, state)
+
+    def _activity(self, data: bytes) -> None:
+        """Moves the first and last activity out to the times ``data`` holds: every one, as
+        lines are not in time order (a file snapshot line carries an earlier time than the
+        line before it), found by one search rather than by parsing the lines."""
+        times = _TIMESTAMP.findall(data)
+        if not times:
+            return
+        first, last = min(times).decode(), max(times).decode()
+        facts = self.facts
+        if facts.first_activity is None or first < facts.first_activity:
+            facts.first_activity = first
+        if facts.last_activity is None or last > facts.last_activity:
+            facts.last_activity = last
 
     def _lines_to_read(self, data: bytes) -> Iterator[tuple[int, int]]:
         """(start, end) of each line that may hold a fact, in order.
@@ -168,6 +199,7 @@ class FactsBuilder:
         cwd = value.get("cwd")
         if isinstance(cwd, str) and cwd not in self.facts.cwds:
             self.facts.cwds.add(cwd)
+            self.facts.first_cwd = self.facts.first_cwd or cwd
             self._know_cwd(cwd)
         kind = value.get("type")
         if kind == "user":
@@ -181,6 +213,9 @@ class FactsBuilder:
         message = value.get("message")
         if not isinstance(message, dict) or message.get("model") == SYNTHETIC_MODEL:
             return
+        model = message.get("model")
+        if isinstance(model, str) and model:
+            self.facts.models.add(model)
         message_id = message.get("id")
         if not isinstance(message_id, str) or not message_id:
             return
@@ -201,6 +236,10 @@ class FactsBuilder:
                 "primary_dir": facts.primary_dir,
                 "project_dirs": sorted(facts.project_dirs),
                 "cwds": sorted(facts.cwds),
+                "first_cwd": facts.first_cwd,
+                "models": sorted(facts.models),
+                "activity": [facts.first_activity, facts.last_activity],
+                "lines": facts.lines,
                 "calls": {
                     key: [call.request_id, call.stream, call.prompt_id]
                     for key, call in facts.calls.items()
@@ -226,6 +265,11 @@ class FactsBuilder:
             facts.primary_dir = value["primary_dir"]
             facts.project_dirs = set(value["project_dirs"])
             facts.cwds = set(value["cwds"])
+            facts.first_cwd = optional_text(value["first_cwd"])
+            facts.models = set(value["models"])
+            first, last = value["activity"]
+            facts.first_activity, facts.last_activity = optional_text(first), optional_text(last)
+            facts.lines = int(value["lines"])
             for cwd in facts.cwds:
                 builder._know_cwd(cwd)
             facts.calls = {
@@ -238,6 +282,14 @@ class FactsBuilder:
         except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
             return None
         return builder
+
+
+def optional_text(value: object) -> str | None:
+    """``value`` read back from a derived cache when it is a string or None; else TypeError
+    (the cache is not used)."""
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"{value!r} is not a string")
 
 
 def _find(data: bytes, word: bytes, start: int, size: int) -> int:

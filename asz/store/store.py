@@ -11,6 +11,7 @@ from asz.store.atomic import DirSyncs
 from asz.store.backend import Backend, LocalBackend
 from asz.store.errors import StoreError, UnknownSession
 from asz.store.layout import SEQ_FILE, session_dir
+from asz.store.resolve import only, session_text, sessions_starting
 from asz.store.session import Session
 from asz.store.verify import VerifyReport, verify_session
 from asz.store.writer import Batch, SessionWriter, read_seq_file
@@ -41,6 +42,17 @@ class Store:
         if not self.backend.list(session_dir(session_id)):
             raise UnknownSession(f"no session {session_id} under {self.location}")
         return Session(self, session_id)
+
+    def find_session(self, text: str) -> Session:
+        """The landed session ``text`` names as a person pastes it: its id in any case, or a
+        prefix of it (``asz.store.resolve``). NotASession when it cannot start an id,
+        UnknownSession when no landed session matches, AmbiguousId when several do."""
+        wanted = session_text(text)
+        if is_session_id(wanted) and self.backend.list(session_dir(wanted)):
+            return Session(self, wanted)
+        found = [s for s in sessions_starting(wanted, self.sessions()) if self.backend.list(s)]
+        missing = UnknownSession(f"no session {wanted} under {self.location}")
+        return Session(self, only(text, "sessions", found, missing))
 
     def open_session(self, session_id: str) -> Session:
         """A session whether or not anything of it landed yet (for landing into it)."""

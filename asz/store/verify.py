@@ -4,7 +4,8 @@ Verification starts from nothing but the files. For each session:
 
 - body files: read in sequence order into a fresh session, every record checked against what
   is held and rebuilt against the size and SHA-256 its manifest claims;
-- transcript streams: every window's bytes match their digest and line count, an append-only
+- transcript streams: every window's bytes match their digest and line count and end with a
+  complete line (an empty window, which keeps an empty source, has none), an append-only
   source's windows follow each other (``asz.store.streams``), a snapshot starts at byte 0;
 - index files: every line has its offset and matches its digest, offsets only grow.
 
@@ -87,7 +88,7 @@ def _check_transcripts(session: Session, report: VerifyReport) -> None:
                 if window.off != 0:
                     problem("is a snapshot that does not start at byte 0")
                 continue
-            if not window.payload.endswith(b"\n"):
+            if window.payload and not window.payload.endswith(b"\n"):
                 problem("does not end with a complete line")
             if fresh.misfit:
                 problem(fresh.misfit)

@@ -11,16 +11,17 @@ import orjson
 from asz.synth import expected
 from asz.synth.generate import generate
 from asz.synth.options import CLAUDE_VERSION, SynthOptions
-from asz.synth.replay import replay
+from asz.synth.replay import NoTranscripts, replay
 from asz.synth.writer import Capture
 
-__all__ = ["CLAUDE_VERSION", "SynthOptions", "synthesize"]
+__all__ = ["CLAUDE_VERSION", "NoTranscripts", "SynthOptions", "synthesize"]
 
 EXPECTED_FILE = "expected.json"
 
 
 def synthesize(outdir: Path, options: SynthOptions) -> dict[str, Any]:
-    """Writes the capture under outdir and returns the expected.json document."""
+    """Writes the capture under outdir and returns the expected.json document; NoTranscripts,
+    with nothing written, when ``options.from_transcripts`` holds no transcript."""
     capture = Capture()
     if options.from_transcripts is not None:
         sessions = replay(options, capture)

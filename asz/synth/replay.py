@@ -473,8 +473,25 @@ class Replay:
         return out
 
 
+class NoTranscripts(ValueError):
+    """The directory to replay holds no session transcript: a capture of it would hold nothing,
+    which would pass for a replay that worked."""
+
+
 def replay(options: SynthOptions, capture: Capture) -> list[Session]:
-    if options.from_transcripts is None:
+    """The sessions of ``options.from_transcripts`` replayed into ``capture``; NoTranscripts
+    when it holds none."""
+    root = options.from_transcripts
+    if root is None:
         raise ValueError("replay needs options.from_transcripts")
+    if not root.is_dir():
+        raise NoTranscripts(f"{root} is not a directory")
     rng = random.Random(f"asz.synth:{options.seed}:replay")
-    return Replay(options.from_transcripts, make_setup(options, capture, rng), rng).run()
+    sessions = Replay(root, make_setup(options, capture, rng), rng).run()
+    if not sessions:
+        hint = f"; did you mean {root / 'projects'}?" if (root / "projects").is_dir() else ""
+        raise NoTranscripts(
+            f"no Claude Code transcripts under {root} (a projects directory holds "
+            f"<project>/<session id>.jsonl){hint}"
+        )
+    return sessions

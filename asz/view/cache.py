@@ -18,6 +18,7 @@ grew. See ``docs/view.md``.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -27,7 +28,7 @@ import orjson
 from asz.store import BodyManifest, Session
 from asz.view.calls import Call, Transcript
 from asz.view.document import ParsedBodies, problems_of
-from asz.view.joins import join_session
+from asz.view.joins import JoinedSession, join_session
 from asz.view.shapes import Shape, ShapeReader
 
 PRECEDENCE = (
@@ -227,15 +228,48 @@ class _Report:
 
 
 def cache_report(session: Session) -> dict[str, Any]:
-    """Rows (one per landed request, in landing order) and per-session totals."""
+    """Rows (one per landed request, in landing order), per-session totals, and why the
+    report has nothing to say when no request is joined to its call."""
     report = _Report(session)
     rows = [report.row(body) for body in report.joined.bodies.values() if body.role == "request"]
+    problems = problems_of(report.joined, report.lazy)
     return {
         "session": session.id,
         "rows": rows,
         "totals": _totals(rows),
-        "problems": problems_of(report.joined, report.lazy),
+        "empty_because": _empty_because(report.joined, rows, problems),
+        "problems": problems,
     }
+
+
+def _empty_because(
+    joined: JoinedSession, rows: list[dict[str, Any]], problems: list[str]
+) -> str | None:
+    """Why no row is joined to a call, in the words of what is missing; None when one is.
+
+    An empty report on its own reads as "nothing broke the cache"; it has to say whether no
+    request landed, none could be read, or none could be joined, and what kept them apart.
+    """
+    if not rows:
+        if problems:
+            return "no request body of this session could be read (see the problems)"
+        return "no request bodies landed for this session"
+    if any(row["message_id"] for row in rows):
+        return None
+    unjoined = "none of the session's requests could be joined to a call"
+    calls = [call for call in joined.transcript.calls.values() if not call.synthetic]
+    if not calls:
+        return f"{unjoined}: no transcript line of a model call landed for this session"
+    requests = [joined.bodies[row["request_id"]] for row in rows]
+    if all(body.keys.prompt is None for body in requests):
+        return f"{unjoined}: the requests carry no prompt ids (cc_prompt_id)"
+    if not any(call.prompt_id for call in calls) and not joined.index:
+        return f"{unjoined}: the transcripts carry no prompt ids (promptId)"
+    reasons = Counter(
+        why.reason for body in requests if (why := joined.joins.unjoined.get(body.record_id))
+    )
+    said = ", ".join(f"{count} {reason}" for reason, count in reasons.most_common())
+    return f"{unjoined}: {said}" if said else unjoined
 
 
 def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -273,7 +307,11 @@ _COLUMNS = (
 
 
 def format_cache_report(report: dict[str, Any]) -> str:
-    """An aligned table, one line per request, then the session's totals."""
+    """An aligned table, one line per request, then the session's totals; and why the report
+    says nothing, when it does not."""
+    empty_because = report["empty_because"]
+    if not report["rows"]:
+        return f"session {report['session']}: nothing to report: {empty_because}"
     table = [[title for title, _ in _COLUMNS]]
     for n, row in enumerate(report["rows"], start=1):
         cells = {**row, "n": n}
@@ -309,6 +347,8 @@ def format_cache_report(report: dict[str, Any]) -> str:
             f"  {cause:<11} {count:>5} {noun:<8}  "
             f"{entry['cache_creation_input_tokens']:>10} tokens written"
         )
+    if empty_because:
+        lines.append(empty_because)
     return "\n".join(lines)
 
 

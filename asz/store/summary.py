@@ -1,0 +1,158 @@
+"""A landed session in one line: where it ran, when, with which models, and what landed of it.
+
+``asz sessions`` lists every session of a root, so a summary must not cost a read of every
+landed file of every session each time. The transcript part comes from the session's facts
+(kept up to date window by window, ``asz.store.session_facts``); the body part needs the
+manifests, which means reading every body file. So a summary is kept in a derived cache
+(``<session>/summary.json``) together with a digest of the names of the landed files it was
+made from: landed files are never changed after they are published, so while the names are
+the same the summary is, and listing a session costs a listing of its directories. When the
+names differ the summary is made again from the files (one session at a time: the ones that
+landed something since). A summary made while a file did not read is not kept, so the next
+listing meets the problem again instead of hiding it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from asz.store.layout import session_dir
+from asz.store.session_facts import optional_text
+
+if TYPE_CHECKING:
+    from asz.store.layout import LandedName
+    from asz.store.session import Session
+
+SUMMARY_FILE = "summary.json"
+_SCHEMA = 1
+_MAX_CACHE = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """What ``asz sessions`` says of one session (times as Claude Code writes them: UTC,
+    ``2026-01-31T12:00:00.000Z``)."""
+
+    id: str
+    project_dir: str | None
+    """The main transcript's directory under Claude Code's projects directory."""
+    cwd: str | None
+    """The first working directory the transcripts name: where the session started."""
+    first_activity: str | None
+    """The earliest time a landed transcript line carries; None without one."""
+    last_activity: str | None
+    models: tuple[str, ...]
+    """Every model a transcript's assistant line or a request body names, sorted."""
+    calls: int
+    """Model calls the transcripts record (distinct message ids)."""
+    bodies: int
+    transcript_lines: int
+    landed_bytes: int
+
+    @property
+    def project(self) -> str | None:
+        """The project as a person names it: the cwd, else the projects-directory name."""
+        return self.cwd or self.project_dir
+
+    def as_dict(self) -> dict[str, Any]:
+        """The summary as ``asz sessions --json`` prints it (field names as above)."""
+        found = asdict(self)
+        found["models"] = list(self.models)
+        return found
+
+    @classmethod
+    def from_dict(cls, value: Any) -> SessionSummary:
+        """A summary from :meth:`as_dict`'s form; TypeError or KeyError when it is not one."""
+        summary = cls(
+            id=_text(value["id"]),
+            project_dir=optional_text(value["project_dir"]),
+            cwd=optional_text(value["cwd"]),
+            first_activity=optional_text(value["first_activity"]),
+            last_activity=optional_text(value["last_activity"]),
+            models=tuple(_text(model) for model in value["models"]),
+            calls=_count(value["calls"]),
+            bodies=_count(value["bodies"]),
+            transcript_lines=_count(value["transcript_lines"]),
+            landed_bytes=_count(value["landed_bytes"]),
+        )
+        if len(value) != len(asdict(summary)):
+            raise KeyError("a summary with other fields")
+        return summary
+
+
+def summary_path(session: str) -> str:
+    """Where the session's summary cache is, relative to the root."""
+    return f"{session_dir(session)}/{SUMMARY_FILE}"
+
+
+def summarize(session: Session) -> SessionSummary:
+    """The session's summary, from its cache while the landed files are the ones it was made
+    from, else made from the files and kept (where the root can be written)."""
+    landed = session.landed()
+    mark = _mark(landed)
+    cached = _cached(session, mark)
+    if cached is not None:
+        return cached
+    problems = len(session.problems)
+    made = _make(session, landed)
+    if len(session.problems) == problems and landed:
+        cache = {"schema": _SCHEMA, "landed": mark, "summary": made.as_dict()}
+        # A reader may not be able to write (a read-only root); the summary holds regardless.
+        with contextlib.suppress(OSError):
+            session.store.backend.replace_derived(summary_path(session.id), orjson.dumps(cache))
+    return made
+
+
+def _mark(landed: list[LandedName]) -> str:
+    """What the landed files are, by name: every path in sequence order, digested."""
+    digest = hashlib.sha256()
+    for name in landed:
+        digest.update(name.path.encode() + b"\n")
+    return f"{len(landed)}:{digest.hexdigest()}"
+
+
+def _cached(session: Session, mark: str) -> SessionSummary | None:
+    try:
+        value = orjson.loads(session.store.backend.read(summary_path(session.id), _MAX_CACHE))
+        if value["schema"] != _SCHEMA or value["landed"] != mark:
+            return None
+        summary = SessionSummary.from_dict(value["summary"])
+    except (OSError, orjson.JSONDecodeError, TypeError, KeyError):
+        return None
+    return summary if summary.id == session.id else None
+
+
+def _make(session: Session, landed: list[LandedName]) -> SessionSummary:
+    facts = session.facts()
+    manifests = session.manifests()
+    models = facts.models | {model for m in manifests.values() if (model := m.keys.model)}
+    return SessionSummary(
+        id=session.id,
+        project_dir=facts.primary_dir,
+        cwd=facts.first_cwd,
+        first_activity=facts.first_activity,
+        last_activity=facts.last_activity,
+        models=tuple(sorted(models)),
+        calls=len(facts.calls),
+        bodies=len(manifests),
+        transcript_lines=facts.lines,
+        landed_bytes=sum(session.store.backend.size(name.path) for name in landed),
+    )
+
+
+def _text(value: object) -> str:
+    text = optional_text(value)
+    if text is None:
+        raise TypeError("a string is missing")
+    return text
+
+
+def _count(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise TypeError(f"{value!r} is not a count")
+    return value
