@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import FIXTURE_ROOT, FIXTURE_SESSION
 
-from asz.commands import command_names
+from asz.commands import build_parser, command_names
 
 COMMANDS = command_names()
 
@@ -87,6 +90,38 @@ def test_a_session_or_body_that_is_not_there_exits_2(run_asz, tmp_path: Path) ->
     result = run_asz("body", "--root", str(root), FIXTURE_SESSION, "x.request")
     assert result.returncode == 2
     assert b"holds no body x.request" in result.stderr
+
+
+def _parsers(parser: argparse.ArgumentParser, path: str = "asz") -> Iterator[tuple[str, Any]]:
+    """Every parser of the command line, each action of a command included."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, f"{path} {name}")
+
+
+def test_every_argument_says_what_it_is_and_every_default_is_named() -> None:
+    for path, parser in _parsers(build_parser()):
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction | argparse._VersionAction):
+                continue
+            if isinstance(action, argparse._SubParsersAction):
+                continue
+            name = "/".join(action.option_strings) or action.dest
+            assert action.help and len(action.help) > 10, f"{path} {name} has no help"
+            optional = action.option_strings and not action.required
+            takes_value = action.nargs != 0
+            if optional and takes_value:
+                assert "default" in action.help, f"{path} {name} does not name its default"
+
+
+def test_service_install_help_shows_the_install_options(run_asz) -> None:
+    result = run_asz("service", "install", "--help")
+    assert result.returncode == 0
+    out = result.stdout.decode()
+    assert out.startswith("usage: asz service install")
+    assert "--dry-run" in out and "--root" in out
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Protocol
 
 from asz import __version__
@@ -28,6 +27,7 @@ from asz.commands import (
     verify,
     view,
 )
+from asz.commands.args import common_options
 from asz.commands.exits import EXIT_FAILED, EXIT_USAGE, UsageError
 from asz.config import Config, ConfigError, load_config
 from asz.output import log_to_stderr
@@ -59,16 +59,8 @@ COMMANDS: dict[str, Command] = {
 }
 
 
-def _common() -> argparse.ArgumentParser:
-    # SUPPRESS lets --root/--config stand before or after the subcommand.
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--root", type=Path, default=argparse.SUPPRESS, help="storage root")
-    common.add_argument("--config", type=Path, default=argparse.SUPPRESS, help="TOML config file")
-    return common
-
-
 def build_parser() -> argparse.ArgumentParser:
-    common = _common()
+    common = common_options()
     parser = argparse.ArgumentParser(
         prog="asz",
         parents=[common],

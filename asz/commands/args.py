@@ -7,8 +7,10 @@ it (``Store.find_session``), and every session-taking command goes through
 
 from __future__ import annotations
 
+import argparse
 import re
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from asz.commands.exits import UsageError
@@ -23,6 +25,38 @@ SINCE_HELP = (
     "a date (2026-01-31, from local midnight), an ISO time (2026-01-31T09:30, local time "
     "unless it names a zone, e.g. Z or +02:00), or an age: 30m, 24h, 7d, 2w"
 )
+
+
+SESSION_HELP = "a session id in any case, or a unique prefix of one (as `asz sessions` shows it)"
+
+
+def common_options() -> argparse.ArgumentParser:
+    """--root and --config, which every command (and every action of one) takes; SUPPRESS
+    lets them stand before or after the command."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--root",
+        type=Path,
+        default=argparse.SUPPRESS,
+        help="the storage root (default: $ASZ_ROOT, else root in the config file, else "
+        "$XDG_DATA_HOME/asz, i.e. ~/.local/share/asz)",
+    )
+    common.add_argument(
+        "--config",
+        type=Path,
+        default=argparse.SUPPRESS,
+        help="a TOML config file (default: $XDG_CONFIG_HOME/asz/asz.toml, i.e. "
+        "~/.config/asz/asz.toml, when it exists)",
+    )
+    return common
+
+
+def add_session(parser: argparse.ArgumentParser, *, optional: bool = False) -> None:
+    """The SESSION argument every session-taking command reads the same way."""
+    if optional:
+        parser.add_argument("session", nargs="?", help=f"only this session: {SESSION_HELP}")
+    else:
+        parser.add_argument("session", help=SESSION_HELP)
 
 
 def landed_session(config: Config, session: str) -> Session:

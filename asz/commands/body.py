@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from asz.commands.args import landed_session
+from asz.commands.args import add_session, landed_session
 from asz.commands.exits import EXIT_FAILED, EXIT_USAGE
 from asz.commands.problems import report_problems
 from asz.config import Config
@@ -18,7 +18,7 @@ SUMMARY = "write one landed body's exact bytes to stdout"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("session", help="a session id in any case, or a unique prefix of one")
+    add_session(parser)
     parser.add_argument(
         "id",
         help="the body's source file name (<uuid>.request.json), that name without .json, "

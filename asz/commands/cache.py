@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from asz.commands.args import landed_session
+from asz.commands.args import add_session, landed_session
 from asz.commands.problems import report_problems
 from asz.config import Config
 
@@ -16,7 +16,7 @@ SUMMARY = "say what broke the prompt cache at each request, and what it cost"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("session")
+    add_session(parser)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from asz.commands.exits import EXIT_FAILED, EXIT_OK
-from asz.config import Config
+from asz.config import Config, ServiceConfig
 from asz.daemon.logs import LOG_FORMATS
 from asz.output import log_to_stderr
 from asz.words import CONFLICT_ADVICE, count
@@ -33,10 +33,34 @@ def _positive_float(text: str) -> float:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--once", action="store_true", help="make one pass and exit")
     parser.add_argument("--json", action="store_true", help="print each pass's counts as JSON")
-    parser.add_argument("--batch-window", type=_positive_float, metavar="SECONDS")
-    parser.add_argument("--settle-seconds", type=_positive_float, metavar="SECONDS")
-    parser.add_argument("--rescan-interval", type=_positive_float, metavar="SECONDS")
-    parser.add_argument("--listen", metavar="HOST:PORT", help="metrics and health endpoint")
+    defaults = ServiceConfig()
+    parser.add_argument(
+        "--batch-window",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="the service gathers what changed this long before a pass, so a burst of writes "
+        f"lands in one pass (default: {defaults.batch_window:g}, or service.batch_window)",
+    )
+    parser.add_argument(
+        "--settle-seconds",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="a body file must stay unchanged this long before the service takes it "
+        f"(default: {defaults.settle_seconds:g}, or service.settle_seconds)",
+    )
+    parser.add_argument(
+        "--rescan-interval",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="the service looks at every source this often whatever the watcher said "
+        f"(default: {defaults.rescan_interval:g}, or service.rescan_interval)",
+    )
+    parser.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="where the service serves /metrics, /healthz and /readyz "
+        f"(default: {defaults.listen}, or service.listen; port 0 picks a free one)",
+    )
     parser.add_argument(
         "--log-format",
         choices=LOG_FORMATS,

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from asz.commands.args import landed_session
+from asz.commands.args import add_session, landed_session
 from asz.commands.exits import EXIT_FAILED
 from asz.commands.problems import report_problems
 from asz.config import Config
@@ -20,8 +20,15 @@ SUMMARY = "write a session's landed transcripts back to a directory"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("session")
-    parser.add_argument("--to", type=Path, required=True, metavar="DIR")
+    add_session(parser)
+    parser.add_argument(
+        "--to",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="where to write the transcripts, each at its path under Claude Code's projects "
+        "directory (required; a file already there with other bytes is left alone and named)",
+    )
 
 
 def run(args: argparse.Namespace, config: Config) -> int:

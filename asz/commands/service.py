@@ -8,14 +8,29 @@ from __future__ import annotations
 
 import argparse
 
+from asz.commands.args import common_options
 from asz.config import Config
 
 SUMMARY = "install, remove or inspect the per-user collector service"
+ACTIONS = {
+    "install": "write the unit (systemd, Linux) or LaunchAgent (macOS) that runs `asz collect` "
+    "with this root, config and the Claude Code directories found now, and start it",
+    "uninstall": "stop the service and remove what install wrote",
+    "status": "say where the unit is and what the service manager says of it",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["install", "uninstall", "status"])
-    parser.add_argument("--dry-run", action="store_true", help="say what would be done")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, summary in ACTIONS.items():
+        action = actions.add_parser(
+            name, parents=[common_options()], help=summary, description=summary
+        )
+        action.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="print every step (files written, commands run) and take none",
+        )
 
 
 def run(args: argparse.Namespace, config: Config) -> int:

@@ -36,13 +36,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATTERN",
         help="only sessions whose project directory (the directory the session started in, "
         "or its directory under Claude Code's projects directory) contains PATTERN, or "
-        "matches it when it holds a glob character (*, ?, [...]); case counts",
+        "matches it when it holds a glob character (*, ?, [...]); case counts (default: every "
+        "project)",
     )
     parser.add_argument(
         "--since",
         metavar="WHEN",
         type=_since,
-        help=f"only sessions active at or after WHEN: {SINCE_HELP}",
+        help=f"only sessions active at or after WHEN: {SINCE_HELP} (default: all time)",
     )
     parser.add_argument(
         "--json",

@@ -19,7 +19,9 @@ SUMMARY = "say what each adapter sees"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--json", action="store_true", help="print what each adapter sees as one JSON object"
+    )
 
 
 def run(args: argparse.Namespace, config: Config) -> int:

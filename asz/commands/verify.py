@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from asz.commands.args import landed_session
+from asz.commands.args import add_session, landed_session
 from asz.commands.exits import UsageError
 from asz.config import Config
 
@@ -16,7 +16,7 @@ SUMMARY = "check every landed file and rebuild every landed body"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("session", nargs="?", help="only this session")
+    add_session(parser, optional=True)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import shutil
 
-from asz.commands.args import landed_session
+from asz.commands.args import add_session, landed_session
 from asz.commands.problems import report_problems
 from asz.config import Config
 
@@ -20,7 +20,7 @@ WIDTH_OFF_TERMINAL = 120
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("session", help="a session id in any case, or a unique prefix of one")
+    add_session(parser)
     parser.add_argument(
         "--json",
         action="store_true",
