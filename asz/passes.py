@@ -15,6 +15,7 @@ from asz.adapters.claude_code_local import collect_transcripts
 from asz.adapters.claude_code_provider import ProviderState, collect_bodies
 from asz.adapters.session_filter import SessionJudge
 from asz.config import Config
+from asz.progress import Progress
 from asz.store.bodies import BodyLander
 from asz.store.root import Root
 from asz.tally import Tally
@@ -34,20 +35,22 @@ def run_pass(
     provider: ProviderState | None = None,
     changed_bodies: Collection[str] | None = None,
     rescan: bool = False,
+    progress: Progress | None = None,
 ) -> Tally:
     """Lands everything new under the Claude Code directories; the caller holds the root lock.
 
     A long-running caller keeps ``provider`` from pass to pass, and may say which body files
     changed since its last pass (``changed_bodies``, file names in any bodies directory) so
     that the bodies directories are not listed; on a ``rescan`` they are still listed when an
-    mtime moved. ``asz collect --once`` gives none of these.
+    mtime moved. ``asz collect --once`` gives none of these. ``progress`` is told of the
+    transcripts as they land (bodies are told to the lander's own).
     """
     started = time.monotonic()
     counts = Tally()
     store = lander.store
     if config.adapters.claude_code_local.enabled:
         try:
-            local = collect_transcripts(config, store)
+            local = collect_transcripts(config, store, progress)
         except WRITE_FAILED as err:
             local = Tally(errors=[_stopped("landing transcripts", err)])
         counts.add(local)

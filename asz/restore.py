@@ -17,7 +17,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from asz.store import DamagedTranscript, Session, TranscriptNotFound
+from asz.progress import Progress
+from asz.store import TRANSCRIPT_KIND, DamagedTranscript, Session, TranscriptNotFound
 from asz.store.atomic import AlreadyExists, private_dir, publish_new
 
 
@@ -56,16 +57,22 @@ def _no_links(base: Path, relpath: PurePosixPath) -> bool:
     return True
 
 
-def restore_session(session: Session, to_dir: Path) -> list[Path]:
+def restore_session(session: Session, to_dir: Path, progress: Progress | None = None) -> list[Path]:
     """Writes the session's landed transcripts under ``to_dir``; returns the files now there.
 
     A file that already holds the same bytes counts as restored. Raises RestoreRefused after
-    restoring everything it could when some source was refused.
+    restoring everything it could when some source was refused. ``progress`` is told of each
+    landed transcript file read.
     """
     written: list[Path] = []
     refused: list[str] = []
     base = private_dir(to_dir)
-    for source in session.transcript_paths():
+    sources = session.transcript_paths()
+    if progress is not None:
+        kind = TRANSCRIPT_KIND
+        progress.grow(len(session.landed(kind)), session.landed_bytes(kind))
+        session.progress = progress
+    for source in sources:
         relpath = safe_relpath(source)
         if relpath is None:
             refused.append(f"{source}: refused, it would land outside {to_dir}")

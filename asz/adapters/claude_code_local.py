@@ -19,13 +19,14 @@ from asz.adapters.local_landing import land_sessions
 from asz.adapters.session_filter import SessionJudge, Verdict
 from asz.adapters.transcript_cursors import mark_gone
 from asz.config import Config
+from asz.progress import Progress, Silent
 from asz.store import Store
 from asz.tally import Tally
 
 log = structlog.get_logger(__name__)
 
 
-def collect_transcripts(config: Config, store: Store) -> Tally:
+def collect_transcripts(config: Config, store: Store, progress: Progress | None = None) -> Tally:
     """One pass over the projects directories; lands what is new in every collected session.
 
     A large backlog lands in worker processes, anything else in this one (see
@@ -43,13 +44,15 @@ def collect_transcripts(config: Config, store: Store) -> Tally:
             collected.append(found.sessions[session])
         else:
             result.sessions_excluded += 1
+    shown = progress or Silent()
+    shown.grow(sum(len(s.sources) for s in collected), sum(s.size for s in collected))
     backlog = backlog_bytes(store, collected)
     workers = worker_count(backlog, len(collected))
     if workers:
         log.info("landing a backlog in worker processes", workers=workers, backlog_bytes=backlog)
-        landed = land_in_workers(config, store, collected, workers)
+        landed = land_in_workers(config, store, collected, workers, shown)
     else:
-        landed = land_sessions(config, store, collected)
+        landed = land_sessions(config, store, collected, progress=shown)
     for session in sorted(landed):
         result.add(landed[session])
     _mark_gone(store, found, {session.session for session in collected})

@@ -59,6 +59,11 @@ class DiscoveredSession:
     dirs: set[str] = field(default_factory=set)
     sources: list[TranscriptSource] = field(default_factory=list)
 
+    @property
+    def size(self) -> int:
+        """The bytes of its sources as this pass saw them (one stat each, already taken)."""
+        return sum(source.seen.size for source in self.sources if source.seen is not None)
+
     def add(self, source: TranscriptSource) -> None:
         self.sources.append(source)
         self.dirs.add(source.project_dir)

@@ -37,6 +37,7 @@ import structlog
 from asz.adapters.discovery import DiscoveredSession
 from asz.adapters.local_landing import land_sessions
 from asz.config import Config
+from asz.progress import Progress, Silent
 from asz.store import Store
 from asz.store.atomic import remove_stale_temps
 from asz.tally import Tally
@@ -57,9 +58,7 @@ def backlog_bytes(store: Store, sessions: list[DiscoveredSession]) -> int:
     Sessions that have landed before are not looked into: a pass of the running service must
     not pay for the estimate, and their growth since the last pass is small.
     """
-    return sum(
-        _source_bytes(session) for session in sessions if not store.has_landed(session.session)
-    )
+    return sum(session.size for session in sessions if not store.has_landed(session.session))
 
 
 def worker_count(backlog: int, sessions: int) -> int:
@@ -70,16 +69,21 @@ def worker_count(backlog: int, sessions: int) -> int:
 
 
 def land_in_workers(
-    config: Config, store: Store, sessions: list[DiscoveredSession], workers: int
+    config: Config,
+    store: Store,
+    sessions: list[DiscoveredSession],
+    workers: int,
+    progress: Progress | None = None,
 ) -> dict[str, Tally]:
     """Lands ``sessions`` in ``workers`` processes; session id -> what its landing did.
 
     Where worker processes cannot start (no process-shared semaphores in a container without
     ``/dev/shm``, a process limit reached), the sessions land in this process instead.
     """
+    shown = progress or Silent()
     pool = _start_pool(workers)
     if pool is None:
-        return land_sessions(config, store, sessions)
+        return land_sessions(config, store, sessions, progress=shown)
     results: dict[str, Tally] = {}
     pending: dict[Future[dict[str, Tally]], list[DiscoveredSession]] = {}
     broken = False
@@ -89,6 +93,7 @@ def land_in_workers(
         for future, share in pending.items():
             try:
                 results.update(future.result())
+                shown.advance(sum(len(s.sources) for s in share), sum(s.size for s in share))
             except BrokenProcessPool:
                 broken = True
                 for session in share:
@@ -135,7 +140,7 @@ def _shares(sessions: list[DiscoveredSession]) -> list[list[DiscoveredSession]]:
     shares: list[list[DiscoveredSession]] = []
     share: list[DiscoveredSession] = []
     size = 0
-    sized = sorted(((_source_bytes(s), s) for s in sessions), key=lambda pair: -pair[0])
+    sized = sorted(((s.size, s) for s in sessions), key=lambda pair: -pair[0])
     for session_bytes, session in sized:
         if share and (size + session_bytes > SHARE_BYTES or len(share) >= SHARE_SESSIONS):
             shares.append(share)
@@ -145,10 +150,6 @@ def _shares(sessions: list[DiscoveredSession]) -> list[list[DiscoveredSession]]:
     if share:
         shares.append(share)
     return shares
-
-
-def _source_bytes(session: DiscoveredSession) -> int:
-    return sum(source.seen.size for source in session.sources if source.seen is not None)
 
 
 def _start_worker(collector: int) -> None:

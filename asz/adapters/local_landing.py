@@ -16,6 +16,7 @@ from functools import partial
 from asz.adapters.discovery import DiscoveredSession
 from asz.adapters.transcript_landing import TranscriptLander
 from asz.config import Config
+from asz.progress import Progress
 from asz.store import Batch, LandedWindow, Store
 from asz.store.atomic import DirSyncs
 from asz.store.session_facts import FactsBuilder, open_facts, save_facts
@@ -55,6 +56,7 @@ def land_sessions(
     store: Store,
     sessions: Iterable[DiscoveredSession],
     before_commit: Callable[[], None] | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Tally]:
     """Lands what is new in each of ``sessions``; session id -> what its landing did.
 
@@ -83,6 +85,8 @@ def land_sessions(
         for session in sessions:
             before = len(batch)
             results[session.session] = _stage_session(config, store, session, batch)
+            if progress is not None:
+                progress.advance(len(session.sources), session.size)
             if len(batch) > before:
                 waiting.append(session.session)
             if len(batch) >= BATCH_FILES or batch.size >= BATCH_BYTES:

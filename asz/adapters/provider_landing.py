@@ -59,6 +59,7 @@ class ClaimedLanding:
         """Which sessions hold landed bodies, as the pass knows it; a landing adds to it."""
 
     def land(self, session: str, files: list[tuple[int, str, int]]) -> None:
+        self.lander.progress.grow(len(files), sum(size for _mtime, _name, size in files))
         """Lands a session's bodies oldest first (``(mtime_ns, name, size)``), at most
         ``LAND_BYTES`` of them per call."""
         chunk: list[str] = []

@@ -105,6 +105,7 @@ def collect_once(config: Config, as_json: bool) -> int:
     """One pass under the root lock; 0 when it was complete."""
     from asz.output import print_json
     from asz.passes import pass_line, run_pass
+    from asz.progress import progress
     from asz.store import open_store
     from asz.store.bodies import BodyLander
     from asz.store.root import Busy, Root, UnsafeRoot, collector_lock
@@ -113,7 +114,9 @@ def collect_once(config: Config, as_json: bool) -> int:
     try:
         with collector_lock(root):
             lander = BodyLander(open_store(config.root, compression=config.compression))
-            counts = run_pass(config, root, lander)
+            with progress("collecting") as shown:
+                lander.progress = shown
+                counts = run_pass(config, root, lander, progress=shown)
     except Busy as err:
         print(f"asz: {err}; one collector per root", file=sys.stderr)
         return EXIT_FAILED

@@ -33,13 +33,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, config: Config) -> int:
     """0 when every landed source is back and nothing read was damaged, 1 otherwise."""
+    from asz.progress import progress
     from asz.restore import RestoreRefused, restore_session
 
     session = landed_session(config, args.session)
     to_dir: Path = args.to
     refused: list[str] = []
     try:
-        written = restore_session(session, to_dir)
+        with progress("restoring") as shown:
+            written = restore_session(session, to_dir, shown)
     except RestoreRefused as err:
         written, refused = err.written, err.refused
     if written or refused:

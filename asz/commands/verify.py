@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, config: Config) -> int:
     from asz.commands.problems import report_problems
     from asz.output import print_json
+    from asz.progress import progress
     from asz.store import open_store
     from asz.words import count, listing
 
@@ -31,7 +32,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
         raise UsageError(f"no storage root at {config.root}")
     store = open_store(config.root)
     sessions = None if args.session is None else [landed_session(config, args.session).id]
-    report = store.verify(sessions)
+    with progress("verifying") as shown:
+        report = store.verify(sessions, shown)
     if args.json:
         print_json(report.as_dict())
     elif not report.sessions and not report.problems:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from asz.bodykeys import BodyKeys
+from asz.progress import Progress, Silent
 from asz.store.atomic import DirSyncs
 from asz.store.bodyreader import BodyLoader
 from asz.store.codec import IdConflict, Record, Repeat, SessionBodies
@@ -92,6 +93,8 @@ class BodyLander:
 
     def __init__(self, store: Store, keep_sessions: int = 4) -> None:
         self.store = store
+        self.progress: Progress = Silent()
+        """Told of the bodies each landed file holds (``collect --once`` on a terminal)."""
         self._keep = keep_sessions
         self._cache: OrderedDict[str, LoadedSession] = OrderedDict()
 
@@ -167,6 +170,7 @@ class BodyLander:
             tally.landed_file(session, len(batch), landed.size)
             tally.bodies_landed += len(batch)
             tally.source_bytes += sum(len(item.body) for item, _ in batch)
+            self.progress.advance(len(batch), sum(len(item.body) for item, _ in batch))
             outcome.landed.extend(item.record_id for item, _ in batch)
 
         for item in sorted(incoming, key=lambda body: (body.mtime_ns, body.src)):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from asz.bodykeys import BodyKeys
+from asz.progress import Progress, Silent
 from asz.store.bodyreader import BodyReader
 from asz.store.errors import (
     BodyNotFound,
@@ -89,6 +90,8 @@ class Session:
         self.store = store
         self.id = session_id
         self.problems: list[Problem] = []
+        self.progress: Progress = Silent()
+        """Told of every landed file read (a verify shows it on a terminal)."""
         self._manifests: dict[str, BodyManifest] | None = None
         self._bodies: BodyReader | None = None
 
@@ -121,7 +124,7 @@ class Session:
 
     def landed_bytes(self, kind: str | None = None) -> int:
         """The bytes on disk of the session's landed files of ``kind`` (every kind when None)."""
-        return sum(self.store.backend.size(name.path) for name in self.landed(kind))
+        return sum(self.store.size_of(name.path) for name in self.landed(kind))
 
     def read(self, name: LandedName) -> LandedFile:
         """One landed file, checked whole; LandedFileError when it does not hold."""
@@ -130,7 +133,9 @@ class Session:
             data = self.store.backend.read(name.path, MAX_CONTENT_BYTES)
         except OSError as err:
             why = err.strerror if err.errno == errno.EFBIG else f"cannot be opened: {err.strerror}"
+            self.progress.advance(1, 0)
             raise LandedFileError(where, str(why)) from None
+        self.progress.advance(1, len(data))
         return decode_file(where, data)
 
     def files(

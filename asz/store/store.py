@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from asz.bodykeys import is_session_id
+from asz.progress import Progress
 from asz.store.atomic import DirSyncs
 from asz.store.backend import Backend, LocalBackend
 from asz.store.errors import StoreError, UnknownSession
@@ -59,14 +60,31 @@ class Store:
         session_dir(session_id)
         return Session(self, session_id)
 
-    def verify(self, sessions: Iterable[str] | None = None) -> VerifyReport:
+    def verify(
+        self, sessions: Iterable[str] | None = None, progress: Progress | None = None
+    ) -> VerifyReport:
         """Checks every kind of landed file of the named sessions (every session when None):
         each file whole, every body rebuilding to its digest, every transcript stream and
-        index line holding."""
+        index line holding. ``progress`` is told of every file, once they are all counted."""
         report = VerifyReport()
-        for session_id in self.sessions() if sessions is None else sessions:
-            verify_session(self.open_session(session_id), report)
+        checked = [
+            self.open_session(s) for s in (self.sessions() if sessions is None else sessions)
+        ]
+        for session in checked:
+            if progress is not None:
+                progress.grow(len(session.landed()), session.landed_bytes())
+                session.progress = progress
+        for session in checked:
+            verify_session(session, report)
         return report
+
+    def size_of(self, path: str) -> int:
+        """The size of a landed file; 0 when it is gone since it was listed (reading it is
+        what says so)."""
+        try:
+            return self.backend.size(path)
+        except OSError:
+            return 0
 
     # -- landing ---------------------------------------------------------------------------
 
