@@ -442,3 +442,23 @@ def test_requests_that_cannot_be_joined_say_the_transcripts_carry_no_prompt_ids(
         )["empty_because"]
         is None
     )
+
+
+def test_asz_cache_shows_each_request_by_a_prefix_asz_body_takes(
+    tmp_path: Path, run_asz: Any
+) -> None:
+    """The table never cuts an id so that it cannot be pasted: each request is shown by the
+    shortest prefix that names it in its session, and ``asz body`` gives that body back."""
+    store, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=4))
+    session = expected["sessions"][0]["id"]
+    table = cache_cli(run_asz, store, session)
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.decode().splitlines()
+    shown = [line.split()[1] for line in lines[1:] if line.split() and line.split()[0].isdigit()]
+    requests = [row["request_id"] for row in cache_report(store.session(session))["rows"]]
+    assert len(shown) == len(requests) and "…" not in table.stdout.decode()
+    for prefix, request in zip(shown, requests, strict=True):
+        assert request.startswith(prefix) and len(prefix) >= 8
+    for prefix, request in list(zip(shown, requests, strict=True))[:3]:
+        body = run_asz("body", "--root", str(store.location), session, prefix)
+        assert body.returncode == 0 and body.stdout == store.session(session).body(request)

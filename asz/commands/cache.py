@@ -22,11 +22,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, config: Config) -> int:
     from asz.output import print_json
+    from asz.store import unique_prefixes
     from asz.view import cache_report, format_cache_report
 
-    report = cache_report(landed_session(config, args.session))
+    session = landed_session(config, args.session)
+    report = cache_report(session)
     if args.json:
         print_json(report)
     else:
-        print(format_cache_report(report))
+        print(format_cache_report(report, unique_prefixes(session.body_ids())))
     return report_problems(report["problems"], all_in="--json")

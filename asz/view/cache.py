@@ -19,6 +19,7 @@ grew. See ``docs/view.md``.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -306,15 +307,21 @@ _COLUMNS = (
 )
 
 
-def format_cache_report(report: dict[str, Any]) -> str:
+def format_cache_report(report: dict[str, Any], shown: Mapping[str, str] | None = None) -> str:
     """An aligned table, one line per request, then the session's totals; and why the report
-    says nothing, when it does not."""
+    says nothing, when it does not. ``shown`` maps body ids to the prefixes that name them in
+    the session (``asz body`` takes them); an id it lacks, and every message id, is shown
+    whole: an id is never cut so that it cannot be pasted."""
     empty_because = report["empty_because"]
     if not report["rows"]:
         return f"session {report['session']}: nothing to report: {empty_because}"
     table = [[title for title, _ in _COLUMNS]]
     for n, row in enumerate(report["rows"], start=1):
-        cells = {**row, "n": n}
+        cells = {
+            **row,
+            "n": n,
+            "request_id": (shown or {}).get(row["request_id"], row["request_id"]),
+        }
         line = [_cell(key, cells.get(key)) for _, key in _COLUMNS]
         if row["also"]:
             line[-1] += f" (also {', '.join(row['also'])})"
@@ -360,6 +367,4 @@ def _rank(cause: str) -> int:
 def _cell(key: str, value: object) -> str:
     if value is None:
         return "-"
-    if key in ("request_id", "message_id") and isinstance(value, str) and len(value) > 20:
-        return value[:20] + "…"
     return value if isinstance(value, str) else _show(value)
