@@ -13,28 +13,43 @@ from typing import Any
 import orjson
 
 
-def request_body(session: str, text: str, prev: str | None = None) -> bytes:
+def request_body(
+    session: str,
+    text: str = "hello",
+    prev: str | None = None,
+    *,
+    prompt: str | None = "p1",
+    tools: bool = False,
+    padding: int = 100,
+) -> bytes:
     """A request of 2.1.260's shape, naming ``session`` in ``metadata.user_id`` (which is how
-    its session is found) and padded like a real system prompt."""
-    billing = "x-anthropic-billing-header: cc_version=2.1.260; cch=00000; cc_prompt_id=p1;"
+    its session is found), its previous request and prompt in the billing block, and padded
+    like a real system prompt; ``tools`` adds two tool definitions worth cutting out."""
+    billing = "x-anthropic-billing-header: cc_version=2.1.260; cch=00000;"
     if prev:
         billing += f" cc_prev_req={prev};"
+    if prompt:
+        billing += f" cc_prompt_id={prompt};"
     user_id = orjson.dumps({"device_id": "d" * 64, "account_uuid": "", "session_id": session})
-    return orjson.dumps(
-        {
-            "model": "claude-test",
-            "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}],
-            "system": [
-                {"type": "text", "text": billing},
-                {"type": "text", "text": "You are Claude Code. " + "Be careful. " * 100},
-            ],
-            "metadata": {"user_id": user_id.decode()},
-            "max_tokens": 32000,
-        }
-    )
+    body: dict[str, object] = {
+        "model": "claude-test",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}],
+        "system": [
+            {"type": "text", "text": billing},
+            {"type": "text", "text": "You are Claude Code. " + "Be careful. " * padding},
+        ],
+    }
+    if tools:
+        body["tools"] = [
+            {"name": "Read", "description": "Reads a file. " * 120, "input_schema": {}},
+            {"name": "Grep", "description": "Searches files. " * 120, "input_schema": {}},
+        ]
+    body["metadata"] = {"user_id": user_id.decode()}
+    body["max_tokens"] = 32000
+    return orjson.dumps(body)
 
 
-def response_body(message_id: str) -> bytes:
+def response_body(message_id: str, text: str = "done") -> bytes:
     """A whole response; only its ``id`` ties it to a transcript's call."""
     return orjson.dumps(
         {
@@ -42,7 +57,7 @@ def response_body(message_id: str) -> bytes:
             "type": "message",
             "role": "assistant",
             "model": "claude-test",
-            "content": [{"type": "text", "text": "done"}],
+            "content": [{"type": "text", "text": text}],
             "stop_reason": "end_turn",
         }
     )

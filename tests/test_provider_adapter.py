@@ -16,6 +16,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from claude_dir import request_body, response_body
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -46,42 +47,11 @@ HOUR = 3600.0
 def request(
     session: str, prev: str | None = None, text: str = "hello", prompt: str = "p1"
 ) -> bytes:
-    """A request shaped like Claude Code's: billing block, tools, session in metadata.user_id."""
-    billing = "x-anthropic-billing-header: cc_version=2.1.260; cch=00000;"
-    if prev:
-        billing += f" cc_prev_req={prev};"
-    if prompt:
-        billing += f" cc_prompt_id={prompt};"
-    user_id = orjson.dumps({"device_id": "d" * 64, "account_uuid": "", "session_id": session})
-    return orjson.dumps(
-        {
-            "model": "claude-test",
-            "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}],
-            "system": [
-                {"type": "text", "text": billing},
-                {"type": "text", "text": "You are Claude Code. " + "Be careful. " * 200},
-            ],
-            "tools": [
-                {"name": "Read", "description": "Reads a file. " * 120, "input_schema": {}},
-                {"name": "Grep", "description": "Searches files. " * 120, "input_schema": {}},
-            ],
-            "metadata": {"user_id": user_id.decode()},
-            "max_tokens": 32000,
-        }
-    )
+    """A request with tools and a long system prompt, so that landing has pieces to cut."""
+    return request_body(session, text, prev, prompt=prompt, tools=True, padding=200)
 
 
-def response(message_id: str, text: str = "done") -> bytes:
-    return orjson.dumps(
-        {
-            "id": message_id,
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-test",
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn",
-        }
-    )
+response = response_body
 
 
 @dataclass
