@@ -111,7 +111,9 @@ class FactsBuilder:
         if state is None:
             state = self._sources[window.source] = _SourceState()
         fresh = state.reader.take(window).data
-        facts.lines += fresh.count(b"\n")
+        # A window read whole has its line count in its meta: no second count of its bytes.
+        whole = len(fresh) == len(window.payload)
+        facts.lines += window.lines if whole else fresh.count(b"\n")
         self._activity(fresh)
         for start, end in self._lines_to_read(fresh):
             self._line(fresh[start:end], window.stream, state)
