@@ -63,7 +63,7 @@ def test_with_xdg_config_home_set_and_absent_the_claude_directory_in_home_is_fou
     result = run_asz("sources", "--root", str(tmp_path / "root"), env=env)
     assert result.returncode == 0, result.stderr
     out = result.stdout.decode()
-    assert f"  transcripts  : {home / '.claude' / 'projects'}: 1 session(s), 1 file(s)" in out
+    assert f"  {home / '.claude' / 'projects'}: 1 session, 1 file" in out
     assert str(tmp_path / "xdg") not in out
     described = json.loads(run_asz("sources", "--json", env=env).stdout)
     assert described["claude_dirs"] == [{"dir": str(home / ".claude"), "exists": True}]
@@ -99,7 +99,7 @@ def test_both_directories_are_collected_as_one_and_sources_counts_each(
     per_dir = [(d["requests"], d["shadowed"]) for d in provider["dirs"]]
     assert per_dir == [(2, 0), (1, 1)]
     human = run_asz("sources", "--root", str(root)).stdout.decode()
-    assert "1 file(s) here are also under an earlier directory" in human
+    assert "1 file here also under an earlier directory" in human
 
     first = run_asz("collect", "--once", "--json", "--root", str(root))
     assert first.returncode == 0, first.stderr
@@ -139,7 +139,7 @@ def test_claude_config_dir_names_several_directories_separated_by_commas(
     ]
     human = run_asz("sources", env=env).stdout.decode()
     assert f"  {tmp_path / 'three'} (absent)" in human
-    assert f"  transcripts  : {tmp_path / 'three' / 'projects'} (absent)" in human
+    assert f"  {tmp_path / 'three' / 'projects'} (absent)" in human
     done = run_asz("collect", "--once", "--json", "--root", str(tmp_path / "root"), env=env)
     assert done.returncode == 0, done.stderr
     assert orjson.loads(done.stdout)["sessions"] == 2

@@ -168,8 +168,8 @@ def test_sources_names_only_real_session_ids(run_asz, tmp_path: Path) -> None:
     result = run_asz("sources", "--root", str(tmp_path / "root"), env=env)
     assert result.returncode == 0
     out = result.stdout.decode()
-    assert "3 request(s), 1 response(s)" in out
-    assert f"{good}  1 request(s)" in out
+    assert "3 requests, 1 response" in out
+    assert f"{good}  1 request" in out
     assert "\x1b" not in out
     assert "../x" not in out
-    assert "1 request(s) name a session id that is not in Claude Code's form" in out
+    assert "1 request name a session id that is not in Claude Code's form" in out

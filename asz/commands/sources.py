@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from asz.commands.exits import EXIT_FAILED, EXIT_OK
 from asz.config import Config
+from asz.words import count
 
 SUMMARY = "say what each adapter sees"
 
@@ -88,51 +90,58 @@ def _absent(entry: dict[str, Any]) -> str:
 def _shadowed(entry: dict[str, Any]) -> None:
     if entry["shadowed"]:
         print(
-            f"    {entry['shadowed']} file(s) here are also under an earlier directory: the "
-            "earlier copy is the one collected, these are not"
+            f"    {count(entry['shadowed'], 'file')} here also under an earlier directory: "
+            "the earlier copy is the one collected"
         )
 
 
-def _print_transcripts(transcripts: dict[str, Any]) -> None:
-    print("claude-code-local")
-    for entry in transcripts["dirs"]:
-        counts = f": {entry['sessions']} session(s), {entry['files']} file(s)"
-        shown = counts if entry["exists"] and not entry["same_as"] else _absent(entry)
-        print(f"  transcripts  : {entry['dir']}{shown}")
+def _print_dirs(title: str, entries: list[dict[str, Any]], said: Callable[[Any], str]) -> None:
+    """Each directory of one adapter, with what it holds, or why it holds nothing."""
+    print(title)
+    for entry in entries:
+        held = f": {said(entry)}" if entry["exists"] and not entry["same_as"] else _absent(entry)
+        print(f"  {entry['dir']}{held}")
         _shadowed(entry)
-    print(f"  sessions     : {transcripts['sessions']} ({transcripts['files']} files)")
+
+
+def _print_transcripts(transcripts: dict[str, Any]) -> None:
+    def said(counts: Any) -> str:
+        return f"{count(counts['sessions'], 'session')}, {count(counts['files'], 'file')}"
+
+    _print_dirs("transcripts", transcripts["dirs"], said)
+    if len(transcripts["dirs"]) > 1:
+        print(f"  in all: {said(transcripts)}")
     for error in transcripts["errors"]:
-        print(f"  error        : {error}")
+        print(f"  error: {error}")
 
 
 def _print_bodies(bodies: dict[str, Any], config: Config) -> None:
     from asz.bodykeys import is_session_id
 
-    print("claude-code-provider")
-    for entry in bodies["dirs"]:
-        counts = f": {entry['requests']} request(s), {entry['responses']} response(s)"
-        shown = counts if entry["exists"] and not entry["same_as"] else _absent(entry)
-        print(f"  bodies       : {entry['dir']}{shown}")
-        _shadowed(entry)
+    def said(counts: Any) -> str:
+        return f"{count(counts['requests'], 'request')}, {count(counts['responses'], 'response')}"
+
+    _print_dirs("bodies", bodies["dirs"], said)
     if not bodies["exists"]:
         print(
             "  Claude Code writes bodies there when its environment has "
             f"OTEL_LOG_RAW_API_BODIES=file:{_suggested_bodies_dir(config)}"
         )
         return
-    print(f"  files        : {bodies['requests']} request(s), {bodies['responses']} response(s)")
+    if len(bodies["dirs"]) > 1:
+        print(f"  in all: {said(bodies)}")
     # Only UUID-form ids are printed: any other value is body text, which stays out of output.
     odd = 0
-    for session, count in bodies["sessions"].items():
+    for session, requests in bodies["sessions"].items():
         if is_session_id(session):
-            print(f"    {session}  {count} request(s)")
+            print(f"    {session}  {count(requests, 'request')}")
         else:
-            odd += count
+            odd += requests
     if odd:
-        print(f"    {odd} request(s) name a session id that is not in Claude Code's form")
+        print(f"    {count(odd, 'request')} name a session id that is not in Claude Code's form")
     print(
-        f"  {len(bodies['sessions'])} session(s) named by requests; a response joins its "
-        "session when it is collected"
+        f"  {count(len(bodies['sessions']), 'session')} named by requests; a response joins "
+        "its session when it is collected"
     )
 
 
