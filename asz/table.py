@@ -37,6 +37,8 @@ class Column:
     numeric: bool = False
     wraps: bool = False
     drop: int | None = None
+    narrowest: int = _WRAPPED_MIN
+    """For a column that wraps: the narrowest it is drawn (prose wants more than a name)."""
 
 
 def print_table(
@@ -91,7 +93,7 @@ def _narrowest(columns: Sequence[Column], rows: Sequence[Sequence[str]], shown: 
     for i in shown:
         column = columns[i]
         natural = max([cell_len(column.header), *(cell_len(row[i]) for row in rows)])
-        width += min(natural, _WRAPPED_MIN) if column.wraps else natural
+        width += min(natural, column.narrowest) if column.wraps else natural
     return width
 
 
@@ -105,6 +107,7 @@ def _table(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> Table:
             column.header,
             justify="right" if column.numeric else "left",
             no_wrap=not column.wraps,
+            min_width=column.narrowest if column.wraps else None,
             overflow="fold",
         )
     for row in rows:

@@ -12,13 +12,14 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_human_output import on_a_terminal
 from test_joins import MAIN_STREAM, TOOLS, HandMade, user_message
 from test_view import land_synth
 
 from asz.commands.problems import SHOWN
 from asz.store import BODY_KIND, Store, open_store
 from asz.synth import SynthOptions, synthesize
-from asz.view.cache import cache_report, format_cache_report
+from asz.view.cache import COLUMNS, cache_report, report_cells, report_summary
 from asz.view.shapes import normalised_message
 
 Step = dict[str, Any]
@@ -288,26 +289,16 @@ def test_totals_and_the_reported_miss_reason(tmp_path: Path) -> None:
         "kept": {"requests": 1, "cache_creation_input_tokens": 0},
     }
 
-    text = format_cache_report(report)
-    lines = text.splitlines()
-    header = lines[0]
-    assert header.split() == [
-        "#",
-        "request",
-        "message",
-        "stream",
-        "cause",
-        "input",
-        "read",
-        "written",
-        "detail",
+    cells = report_cells(report)
+    assert [dict(zip(COLUMNS, row, strict=True))["cause"] for row in cells] == [
+        "first",
+        "model",
+        "kept",
     ]
-    table = lines[1:4]
-    column = header.index("cause")
-    assert [line[column:].split()[0] for line in table] == ["first", "model", "kept"]
-    assert "[reported: model_changed]" in table[1]
-    assert "hit ratio 48.3%" in text
-    assert any(line.split()[:2] == ["model", "1"] for line in lines[5:])
+    assert "[reported: model_changed]" in cells[1][-1]
+    summary = report_summary(report)
+    assert summary[1].startswith("hit ratio 48.3%: 290 tokens read from the cache")
+    assert any(line.split()[:2] == ["model", "1"] for line in summary[2:])
 
 
 def test_every_injected_break_of_a_synthetic_capture_is_found(tmp_path: Path, run_asz: Any) -> None:
@@ -462,3 +453,16 @@ def test_asz_cache_shows_each_request_by_a_prefix_asz_body_takes(
     for prefix, request in list(zip(shown, requests, strict=True))[:3]:
         body = run_asz("body", "--root", str(store.location), session, prefix)
         assert body.returncode == 0 and body.stdout == store.session(session).body(request)
+
+
+def test_on_a_terminal_the_cache_table_fits_its_width(tmp_path: Path, run_asz: Any) -> None:
+    store, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=4))
+    session = expected["sessions"][0]["id"]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    for columns in (100, 140):
+        args = ["cache", "--root", str(store.location), session]
+        code, shown, _err = on_a_terminal(args, env, "stdout", columns=columns)
+        assert code == 0
+        text = re.sub(r"\x1b\[[0-9;]*m", "", shown)
+        assert max(len(line) for line in text.splitlines()) <= columns, columns
+        assert "mcp__linear__create_issue" in text.replace("\n", "")

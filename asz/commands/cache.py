@@ -11,6 +11,7 @@ import argparse
 from asz.commands.args import add_session, landed_session
 from asz.commands.problems import report_problems
 from asz.config import Config
+from asz.table import Column
 
 SUMMARY = "say what broke the prompt cache at each request, and what it cost"
 
@@ -23,12 +24,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, config: Config) -> int:
     from asz.output import print_json
     from asz.store import unique_prefixes
-    from asz.view import cache_report, format_cache_report
+    from asz.table import print_table
+    from asz.view import cache_report, report_cells, report_summary
+    from asz.view.cache import COLUMNS
 
     session = landed_session(config, args.session)
     report = cache_report(session)
     if args.json:
         print_json(report)
     else:
-        print(format_cache_report(report, unique_prefixes(session.body_ids())))
+        if report["rows"]:
+            cells = report_cells(report, unique_prefixes(session.body_ids()))
+            print_table([_column(header) for header in COLUMNS], cells)
+            print()
+        print("\n".join(report_summary(report)))
     return report_problems(report["problems"], all_in="--json")
+
+
+_NUMERIC = frozenset({"#", "input", "read", "written"})
+_DROPPED_FIRST = ("message", "stream")
+"""On a narrow terminal these go first (the message id is in ``asz view``): the request
+prefix, the cause and the counts stay, and the detail wraps."""
+
+
+_DETAIL_NARROWEST = 32
+"""Narrower, a cause's detail wraps every word or two: the message and stream go first."""
+
+
+def _column(header: str) -> Column:
+    drop = len(_DROPPED_FIRST) - _DROPPED_FIRST.index(header) if header in _DROPPED_FIRST else None
+    if header == "detail":
+        return Column(header, wraps=True, narrowest=_DETAIL_NARROWEST)
+    return Column(header, numeric=header in _NUMERIC, drop=drop)

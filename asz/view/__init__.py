@@ -1,7 +1,7 @@
 """Reading what landed: the per-session view document, its timeline, and the cache report."""
 
-from asz.view.cache import cache_report, format_cache_report
+from asz.view.cache import cache_report, report_cells, report_summary
 from asz.view.document import build_view
 from asz.view.timeline import format_timeline
 
-__all__ = ["build_view", "cache_report", "format_cache_report", "format_timeline"]
+__all__ = ["build_view", "cache_report", "format_timeline", "report_cells", "report_summary"]

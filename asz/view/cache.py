@@ -294,69 +294,67 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-_COLUMNS = (
-    ("#", "n"),
-    ("request", "request_id"),
-    ("message", "message_id"),
-    ("stream", "stream"),
-    ("cause", "cause"),
-    ("input", "input_tokens"),
-    ("read", "cache_read_input_tokens"),
-    ("written", "cache_creation_input_tokens"),
-    ("detail", "detail"),
+COLUMNS = ("#", "request", "message", "stream", "cause", "input", "read", "written", "detail")
+"""The headers of the cells :func:`report_cells` gives, in order."""
+_KEYS = (
+    "n",
+    "request_id",
+    "message_id",
+    "stream",
+    "cause",
+    "input_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+    "detail",
 )
 
 
-def format_cache_report(report: dict[str, Any], shown: Mapping[str, str] | None = None) -> str:
-    """An aligned table, one line per request, then the session's totals; and why the report
-    says nothing, when it does not. ``shown`` maps body ids to the prefixes that name them in
-    the session (``asz body`` takes them); an id it lacks, and every message id, is shown
-    whole: an id is never cut so that it cannot be pasted."""
-    empty_because = report["empty_because"]
-    if not report["rows"]:
-        return f"session {report['session']}: nothing to report: {empty_because}"
-    table = [[title for title, _ in _COLUMNS]]
+def report_cells(report: dict[str, Any], shown: Mapping[str, str] | None = None) -> list[list[str]]:
+    """The report's rows as text cells under ``COLUMNS``. ``shown`` maps body ids to the
+    prefixes that name them in the session (``asz body`` takes them); an id it lacks, and
+    every message id, is shown whole: an id is never cut so that it cannot be pasted."""
+    table = []
     for n, row in enumerate(report["rows"], start=1):
         cells = {
             **row,
             "n": n,
             "request_id": (shown or {}).get(row["request_id"], row["request_id"]),
         }
-        line = [_cell(key, cells.get(key)) for _, key in _COLUMNS]
+        line = [_cell(cells.get(key)) for key in _KEYS]
         if row["also"]:
             line[-1] += f" (also {', '.join(row['also'])})"
         if row["reported_miss_reason"] is not None:
-            line[-1] += f" [reported: {_cell('reported', row['reported_miss_reason'])}]"
+            line[-1] += f" [reported: {_cell(row['reported_miss_reason'])}]"
         table.append(line)
-    numeric = {"#", "input", "read", "written"}
-    widths = [max(len(line[i]) for line in table) for i in range(len(_COLUMNS))]
-    lines = [
-        "  ".join(
-            cell.rjust(width) if title in numeric else cell.ljust(width)
-            for (title, _), cell, width in zip(_COLUMNS, line, widths, strict=True)
-        ).rstrip()
-        for line in table
-    ]
+    return table
+
+
+def report_summary(report: dict[str, Any]) -> list[str]:
+    """The lines after the table: the session's totals, each cause's share, and why the
+    report says nothing when it does not."""
+    empty_because = report["empty_because"]
+    if not report["rows"]:
+        return [f"session {report['session']}: nothing to report: {empty_because}"]
     totals = report["totals"]
     ratio = totals["hit_ratio"]
-    lines.append("")
-    lines.append(
+    lines = [
         f"session {report['session']}: {totals['requests']} requests, "
-        f"{totals['with_usage']} with usage; "
-        f"hit ratio {'-' if ratio is None else f'{ratio:.1%}'} "
-        f"(read {totals['cache_read_input_tokens']}, "
-        f"written {totals['cache_creation_input_tokens']}, input {totals['input_tokens']})"
-    )
+        f"{totals['with_usage']} with usage",
+        f"hit ratio {'-' if ratio is None else f'{ratio:.1%}'}: "
+        f"{totals['cache_read_input_tokens']:,} tokens read from the cache, "
+        f"{totals['cache_creation_input_tokens']:,} written to it, "
+        f"{totals['input_tokens']:,} not cached",
+    ]
     for cause, entry in sorted(totals["by_cause"].items(), key=lambda kv: _rank(kv[0])):
         count = entry["requests"]
         noun = "request" if count == 1 else "requests"
         lines.append(
             f"  {cause:<11} {count:>5} {noun:<8}  "
-            f"{entry['cache_creation_input_tokens']:>10} tokens written"
+            f"{entry['cache_creation_input_tokens']:>10,} tokens written"
         )
     if empty_because:
         lines.append(empty_because)
-    return "\n".join(lines)
+    return lines
 
 
 def _rank(cause: str) -> int:
@@ -364,7 +362,7 @@ def _rank(cause: str) -> int:
     return order.index(cause) if cause in order else len(order)
 
 
-def _cell(key: str, value: object) -> str:
+def _cell(value: object) -> str:
     if value is None:
         return "-"
     return value if isinstance(value, str) else _show(value)
