@@ -67,18 +67,13 @@ class Config:
     """Everything a command needs, with paths already resolved to absolute ones."""
 
     root: Path
-    claude_dir: Path | tuple[Path, ...]
-    """Claude Code's directory, or several, in the order they are read (see ``claude_dirs``)."""
+    claude_dirs: tuple[Path, ...]
+    """Claude Code's directories, in order: where the same file is in two, the first wins."""
     compression: str = "zstd"
     sessions: SessionFilter = SessionFilter()
     adapters: Adapters = Adapters()
     service: ServiceConfig = ServiceConfig()
     source_file: Path | None = None
-
-    @property
-    def claude_dirs(self) -> tuple[Path, ...]:
-        """Claude Code's directories, in order: where the same file is in two, the first wins."""
-        return self.claude_dir if isinstance(self.claude_dir, tuple) else (self.claude_dir,)
 
     @property
     def projects_dirs(self) -> tuple[Path, ...]:
@@ -197,7 +192,7 @@ def load_config(
     named = _claude_dirs_named(raw_claude, where)
     base = Config(
         root=default_root(env),
-        claude_dir=named or default_claude_dirs(env),
+        claude_dirs=named or default_claude_dirs(env),
         source_file=path if where != "the defaults" else None,
     )
     merged = _merge(base, table, where, prefix="")

@@ -132,7 +132,7 @@ def peak_rss_mb() -> float:
 
 def measure(claude: Path, root_dir: Path, files: int) -> dict:
     """Runs in its own process: the figures of the three passes."""
-    config = Config(root=root_dir, claude_dir=claude)
+    config = Config(root=root_dir, claude_dirs=(claude,))
     root = Root(root_dir)
     lander = BodyLander(open_store(root_dir, compression=config.compression))
     listing = list_sources(config.bodies_dir).files

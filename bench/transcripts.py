@@ -119,7 +119,7 @@ def main() -> int:
         )
         config = Config(
             root=work / "root",
-            claude_dir=work,
+            claude_dirs=(work,),
             compression=args.compression,
             sessions=SessionFilter(exclude=()),
             adapters=Adapters(claude_code_local=AdapterConfig(source_root=str(projects))),

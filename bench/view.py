@@ -32,7 +32,7 @@ def land(workdir: Path, calls: int, tool_calls: int) -> tuple[Store, str, float]
         seed=7, sessions=1, turns=turns, tool_calls=tool_calls, subagents=2, compactions=1
     )
     expected = synthesize(capture, options)
-    config = Config(root=workdir / "root", claude_dir=capture)
+    config = Config(root=workdir / "root", claude_dirs=(capture,))
     started = time.perf_counter()
     if collect_once(config, as_json=False) != 0:
         raise SystemExit("the collector pass was not complete")

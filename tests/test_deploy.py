@@ -71,7 +71,7 @@ def test_the_unit_install_writes_passes_verify_with_odd_paths(tmp_path: Path) ->
     home = tmp_path / "home"
     home.mkdir()
     odd = tmp_path / "a dir with 100% spaces and $signs"
-    config = Config(root=odd / "root", claude_dir=odd / "claude")
+    config = Config(root=odd / "root", claude_dirs=(odd / "claude",))
     plan = Systemd({"HOME": str(home)}).install(config, asz_command())
     ((path, data),) = plan.writes
     assert path == home / ".config" / "systemd" / "user" / "asz.service"
@@ -150,11 +150,11 @@ def test_the_agent_carries_every_directory_and_a_comma_in_one_is_refused(
     tmp_path: Path, capsys
 ) -> None:
     dirs = (tmp_path / "one", tmp_path / "two")
-    config = Config(root=tmp_path / "root", claude_dir=dirs)
+    config = Config(root=tmp_path / "root", claude_dirs=dirs)
     plan = Launchd({"HOME": str(tmp_path)}, uid=501).install(config, asz_command())
     agent = plistlib.loads(plan.writes[0][1])
     assert agent["EnvironmentVariables"] == {"CLAUDE_CONFIG_DIR": f"{dirs[0]},{dirs[1]}"}
-    odd = Config(root=tmp_path / "root", claude_dir=(tmp_path / "a,b",))
+    odd = Config(root=tmp_path / "root", claude_dirs=(tmp_path / "a,b",))
     env = {"HOME": str(tmp_path)}
     assert service_command("install", odd, dry_run=True, platform="darwin", env=env) == 1
     assert "a comma in the name cannot be passed in CLAUDE_CONFIG_DIR" in capsys.readouterr().err
@@ -162,7 +162,7 @@ def test_the_agent_carries_every_directory_and_a_comma_in_one_is_refused(
 
 
 def test_uninstall_and_status_dry_runs_name_their_commands(tmp_path: Path, capsys) -> None:
-    config = Config(root=tmp_path / "root", claude_dir=tmp_path / "claude")
+    config = Config(root=tmp_path / "root", claude_dirs=(tmp_path / "claude",))
     env = {"HOME": str(tmp_path)}
     assert service_command("uninstall", config, dry_run=True, platform="linux", env=env) == 0
     out = capsys.readouterr().out
@@ -173,7 +173,7 @@ def test_uninstall_and_status_dry_runs_name_their_commands(tmp_path: Path, capsy
 
 
 def test_an_unknown_platform_is_refused(tmp_path: Path, capsys) -> None:
-    config = Config(root=tmp_path / "root", claude_dir=tmp_path / "claude")
+    config = Config(root=tmp_path / "root", claude_dirs=(tmp_path / "claude",))
     assert service_command("install", config, dry_run=True, platform="sunos5", env={}) == 1
     assert "no per-user service manager" in capsys.readouterr().err
 
@@ -191,7 +191,7 @@ def test_the_shipped_plist_parses_and_holds_what_launchd_needs() -> None:
 
 def test_the_agent_install_writes_runs_this_asz_with_absolute_paths(tmp_path: Path) -> None:
     home = tmp_path / "Users" / "me"
-    config = Config(root=tmp_path / "root", claude_dir=tmp_path / "claude")
+    config = Config(root=tmp_path / "root", claude_dirs=(tmp_path / "claude",))
     manager = Launchd({"HOME": str(home)}, uid=501)
     plan = manager.install(config, asz_command())
     ((path, data),) = plan.writes
@@ -214,7 +214,7 @@ def test_the_agent_install_writes_runs_this_asz_with_absolute_paths(tmp_path: Pa
 
 
 def test_the_agent_dry_run_prints_the_plist(tmp_path: Path, capsys) -> None:
-    config = Config(root=tmp_path / "root", claude_dir=tmp_path / "claude")
+    config = Config(root=tmp_path / "root", claude_dirs=(tmp_path / "claude",))
     env = {"HOME": str(tmp_path)}
     assert service_command("install", config, dry_run=True, platform="darwin", env=env) == 0
     out = capsys.readouterr().out

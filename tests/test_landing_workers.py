@@ -90,7 +90,7 @@ def write_backlog(projects: Path, sessions: int, megabytes: float, seed: int = 7
 def make_config(base: Path) -> Config:
     return Config(
         root=base / "root",
-        claude_dir=base / "claude",
+        claude_dirs=(base / "claude",),
         sessions=SessionFilter(exclude=()),
         adapters=Adapters(claude_code_local=AdapterConfig(max_delta_bytes=256 * 1024)),
     )

@@ -43,7 +43,7 @@ def make_config(tmp_path: Path, budget: int = 64 * 1024, compression: str = "zst
     projects.mkdir(parents=True, exist_ok=True)
     return Config(
         root=tmp_path / "root",
-        claude_dir=tmp_path / "claude",
+        claude_dirs=(tmp_path / "claude",),
         compression=compression,
         sessions=SessionFilter(),
         adapters=Adapters(claude_code_local=AdapterConfig(max_delta_bytes=budget)),

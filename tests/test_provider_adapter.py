@@ -140,7 +140,7 @@ class Env:
 def make_env(tmp_path: Path, **adapter: int) -> Env:
     config = Config(
         root=tmp_path / "root",
-        claude_dir=tmp_path / "claude",
+        claude_dirs=(tmp_path / "claude",),
         adapters=Adapters(claude_code_provider=AdapterConfig(**adapter)),
     )
     config.bodies_dir.mkdir(parents=True)
@@ -659,7 +659,7 @@ def test_the_real_asz_collect_once_reports_the_pass(tmp_path: Path, run_asz) -> 
     env.write("r1.request.json", request(A), BASE)
     env.write("req_title.response.json", response("msg_title"), BASE)
     env.transcript(A)
-    where = {"CLAUDE_CONFIG_DIR": str(env.config.claude_dir), "ASZ_ROOT": str(env.root.path)}
+    where = {"CLAUDE_CONFIG_DIR": str(env.config.claude_dirs[0]), "ASZ_ROOT": str(env.root.path)}
     with collector_lock(env.root):
         busy = run_asz("collect", "--once", "--json", env=where)
     assert busy.returncode == 1 and not env.root.session_dir(A).exists()
@@ -694,7 +694,7 @@ def test_real_request_bodies_land_in_the_session_they_name(env: Env, samples: Pa
 def test_a_synthesised_capture_lands_as_its_ground_truth_says(tmp_path: Path, index: bool) -> None:
     capture = tmp_path / "capture"
     expected = synthesize(capture, SynthOptions(index=index))
-    config = Config(root=tmp_path / "root", claude_dir=capture)
+    config = Config(root=tmp_path / "root", claude_dirs=(capture,))
     assert config.bodies_dir == capture / expected["bodies_dir"]
     env = Env(tmp_path, config, BodyLander(open_store(config.root, compression=config.compression)))
     first = env.run(now=None)
@@ -1006,7 +1006,7 @@ def test_a_pass_that_fails_leaves_the_kept_state_to_list_again(env: Env) -> None
 @pytest.fixture
 def two(tmp_path: Path) -> Env:
     """Two Claude Code directories, both with a bodies directory; ``write`` fills the first."""
-    config = Config(root=tmp_path / "root", claude_dir=(tmp_path / "one", tmp_path / "two"))
+    config = Config(root=tmp_path / "root", claude_dirs=(tmp_path / "one", tmp_path / "two"))
     for directory in config.bodies_dirs:
         directory.mkdir(parents=True)
     return Env(tmp_path, config, BodyLander(open_store(config.root)))

@@ -33,7 +33,7 @@ def make_config(tmp_path: Path, projects: Path | None = None, budget: int = 8192
         projects.mkdir(parents=True, exist_ok=True)
     return Config(
         root=tmp_path / "root",
-        claude_dir=tmp_path / "claude",
+        claude_dirs=(tmp_path / "claude",),
         sessions=SessionFilter(exclude=()),
         adapters=Adapters(
             claude_code_local=AdapterConfig(source_root=str(projects), max_delta_bytes=budget)

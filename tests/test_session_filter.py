@@ -26,7 +26,7 @@ def make_config(
     (tmp_path / "claude" / "projects").mkdir(parents=True, exist_ok=True)
     return Config(
         root=tmp_path / "root",
-        claude_dir=tmp_path / "claude",
+        claude_dirs=(tmp_path / "claude",),
         sessions=SessionFilter(include=include, exclude=exclude),
         adapters=Adapters(claude_code_local=AdapterConfig()),
     )

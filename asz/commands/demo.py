@@ -75,7 +75,7 @@ def _demo(config: Config, claude_dir: Path, root_dir: Path, kept: bool) -> int:
     demo_config = replace(
         config,
         root=root_dir,
-        claude_dir=claude_dir,
+        claude_dirs=(claude_dir,),
         adapters=Adapters(AdapterConfig(), AdapterConfig()),
     )
     root = Root(root_dir)
