@@ -379,7 +379,7 @@ def test_many_problems_are_shown_up_to_a_count(tmp_path: Path, run_asz: Any) -> 
     assert done.returncode == 1 and len(said) == SHOWN + 1
     assert all(line.startswith("asz: problem: ") for line in said[:SHOWN])
     assert said[-1] == (
-        f"asz: {len(windows) - SHOWN} more problem(s) not shown, {len(windows)} in all; "
+        f"asz: {len(windows) - SHOWN} more problems not shown, {len(windows)} in all; "
         "--json lists them all"
     )
 

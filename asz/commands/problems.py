@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterable
 
 from asz.commands.exits import EXIT_FAILED, EXIT_OK
+from asz.words import count
 
 SHOWN = 20
 
@@ -26,8 +27,6 @@ def report_problems(problems: Iterable[object], *, all_in: str | None = None) ->
         print(f"asz: problem: {problem}", file=sys.stderr)
     if len(said) > SHOWN:
         where = f"; {all_in} lists them all" if all_in else ""
-        print(
-            f"asz: {len(said) - SHOWN} more problem(s) not shown, {len(said)} in all{where}",
-            file=sys.stderr,
-        )
+        more = count(len(said) - SHOWN, "more problem")
+        print(f"asz: {more} not shown, {len(said)} in all{where}", file=sys.stderr)
     return EXIT_FAILED if said else EXIT_OK
