@@ -12,7 +12,8 @@ import sys
 
 import orjson
 
-from asz.daemon.logs import configure_logging
+LOG_FORMATS = ("auto", "json", "console")
+"""What ``--log-format`` takes: ``auto`` is console lines on a terminal, JSON lines elsewhere."""
 
 
 def print_json(value: object) -> None:
@@ -23,4 +24,7 @@ def print_json(value: object) -> None:
 def log_to_stderr(log_format: str = "auto") -> None:
     """Sends what the parts log to stderr (structlog prints to stdout unless told), in
     ``log_format`` (``auto``: console lines on a terminal, JSON lines elsewhere)."""
+    # Imported here: structlog's console renderer is slow to load, and `asz --help` loads this.
+    from asz.daemon.logs import configure_logging
+
     configure_logging(sys.stderr, log_format)

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 
 from asz.commands.exits import EXIT_FAILED, EXIT_OK
 from asz.config import Config, ServiceConfig
-from asz.daemon.logs import LOG_FORMATS
-from asz.output import log_to_stderr
+from asz.output import LOG_FORMATS, log_to_stderr
 from asz.words import CONFLICT_ADVICE, count
 
 if TYPE_CHECKING:

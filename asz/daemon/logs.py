@@ -20,7 +20,8 @@ import orjson
 import structlog
 from structlog.typing import EventDict, FilteringBoundLogger, Processor, WrappedLogger
 
-LOG_FORMATS = ("auto", "json", "console")
+from asz.output import LOG_FORMATS
+
 MESSAGE = "message"
 """The key of an event's sentence for people."""
 
