@@ -63,6 +63,20 @@ class ServiceConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelPrice:
+    """What a model's tokens cost, in US dollars per million tokens."""
+
+    input: float
+    output: float
+    cache_read: float
+    cache_write_5m: float
+    cache_write_1h: float
+
+
+PRICE_KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """Everything a command needs, with paths already resolved to absolute ones."""
 
@@ -73,6 +87,9 @@ class Config:
     sessions: SessionFilter = SessionFilter()
     adapters: Adapters = Adapters()
     service: ServiceConfig = ServiceConfig()
+    prices: tuple[tuple[str, ModelPrice], ...] = ()
+    """The config file's ``[prices."<model or family>"]`` tables, in file order: they win
+    over the shipped price table (see ``asz.view.prices``)."""
     source_file: Path | None = None
 
     @property
@@ -188,14 +205,16 @@ def load_config(
     where = str(path) if table else "the defaults"
     raw_root = table.pop("root", None)
     raw_claude = table.pop("claude_dir", None)
+    prices = model_prices(table.pop("prices", {}), where)
     _check_str(raw_root, "root", where)
     named = _claude_dirs_named(raw_claude, where)
     base = Config(
         root=default_root(env),
         claude_dirs=named or default_claude_dirs(env),
+        prices=prices,
         source_file=path if where != "the defaults" else None,
     )
-    merged = _merge(base, table, where, prefix="")
+    merged: Config = _merge(base, table, where, prefix="")
     if merged.compression not in COMPRESSIONS:
         raise ConfigError(f"{where}: compression must be one of {', '.join(COMPRESSIONS)}")
     chosen_root = root or (Path(env["ASZ_ROOT"]) if env.get("ASZ_ROOT") else None)
@@ -234,7 +253,30 @@ def _claude_dirs_named(value: Any, where: str) -> tuple[Path, ...]:
     raise ConfigError(f"{where}: claude_dir must be a string or a non-empty list of strings")
 
 
-_NOT_IN_FILE = {"source_file"}
+def model_prices(value: Any, where: str) -> tuple[tuple[str, ModelPrice], ...]:
+    """``{name: {input, output, cache_read, cache_write_5m, cache_write_1h}}``, every key
+    given and each a number >= 0: a price is never made up from a partial one."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: prices must be a table of tables")
+    found = []
+    for name, entry in value.items():
+        key = f"prices.{name!r}"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: {key} must be a table")
+        unknown = sorted(set(entry) - set(PRICE_KEYS))
+        if unknown:
+            raise ConfigError(f"{where}: unknown key {key}.{unknown[0]}")
+        for field in PRICE_KEYS:
+            amount = entry.get(field)
+            if amount is None:
+                raise ConfigError(f"{where}: {key} must give {field}")
+            if isinstance(amount, bool) or not isinstance(amount, int | float) or amount < 0:
+                raise ConfigError(f"{where}: {key}.{field} must be a number >= 0")
+        found.append((name, ModelPrice(**{f: float(entry[f]) for f in PRICE_KEYS})))
+    return tuple(found)
+
+
+_NOT_IN_FILE = {"source_file", "prices"}
 
 
 def _merge(target: Any, table: Mapping[str, Any], where: str, prefix: str) -> Any:

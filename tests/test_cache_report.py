@@ -238,8 +238,12 @@ def test_a_request_whose_previous_is_not_landed_is_unknown(tmp_path: Path) -> No
     made.request("p1", "req_0")
     made.response("req_1", "msg_1")
     rows = cache_report(made.land().session(made.session))["rows"]
-    assert causes(rows) == ["unknown"]
-    assert rows[0]["detail"] == "no readable request is joined to the call of req_0"
+    # The call's own pair is (no previous request, p1), so the request joins no call: a row
+    # for the call, with nothing to compare, then one for the request.
+    assert causes(rows) == [None, "unknown"]
+    assert [row["message_id"] for row in rows] == ["msg_1", None]
+    assert rows[0]["request_id"] is None and rows[0]["detail"] is None
+    assert rows[1]["detail"] == "no readable request is joined to the call of req_0"
 
 
 def test_totals_and_the_reported_miss_reason(tmp_path: Path) -> None:
@@ -351,13 +355,16 @@ def test_asz_cache_on_a_damaged_root_says_the_problems_and_exits_1(
         assert all(line.startswith("asz: problem: ") for line in said)
     assert done.stdout.startswith(b"{")
     report = orjson.loads(done.stdout)
-    assert report["rows"] == [] and len(report["problems"]) == len(damaged)
+    # The transcripts still read: a row per call, none with a request.
+    assert report["rows"] and len(report["problems"]) == len(damaged)
+    assert all(row["request_id"] is None and row["message_id"] for row in report["rows"])
+    assert all(row["cause"] is None for row in report["rows"])
     assert (
         report["empty_because"]
         == "no request body of this session could be read (see the problems)"
     )
     human = cache_cli(run_asz, store, session).stdout.decode()
-    assert human.strip() == f"session {session}: nothing to report: {report['empty_because']}"
+    assert human.splitlines()[-1] == report["empty_because"]
 
 
 def test_many_problems_are_shown_up_to_a_count(tmp_path: Path, run_asz: Any) -> None:
@@ -396,12 +403,11 @@ def test_a_session_without_requests_says_none_landed(tmp_path: Path, run_asz: An
     done = cache_cli(run_asz, store, session, "--json")
     assert done.returncode == 0 and done.stderr == b""
     report = orjson.loads(done.stdout)
-    assert report["rows"] == [] and report["problems"] == []
+    assert report["rows"] and report["problems"] == []
+    assert all(row["request_id"] is None and row["message_id"] for row in report["rows"])
     assert report["empty_because"] == "no request bodies landed for this session"
     done = cache_cli(run_asz, store, session)
-    assert done.stdout.decode().strip() == (
-        f"session {session}: nothing to report: no request bodies landed for this session"
-    )
+    assert done.stdout.decode().splitlines()[-1] == "no request bodies landed for this session"
 
 
 def test_requests_that_cannot_be_joined_say_the_transcripts_carry_no_prompt_ids(
@@ -419,7 +425,8 @@ def test_requests_that_cannot_be_joined_say_the_transcripts_carry_no_prompt_ids(
     done = cache_cli(run_asz, store, session, "--json")
     assert done.returncode == 0 and done.stderr == b""
     report = orjson.loads(done.stdout)
-    assert report["rows"] and not any(row["message_id"] for row in report["rows"])
+    requested = [row for row in report["rows"] if row["request_id"]]
+    assert requested and not any(row["message_id"] for row in requested)
     because = "none of the session's requests could be joined to a call: "
     assert report["empty_because"] == because + "the transcripts carry no prompt ids (promptId)"
     lines = cache_cli(run_asz, store, session).stdout.decode().splitlines()
@@ -445,8 +452,11 @@ def test_asz_cache_shows_each_request_by_a_prefix_asz_body_takes(
     table = cache_cli(run_asz, store, session)
     assert table.returncode == 0, table.stderr
     lines = table.stdout.decode().splitlines()
-    shown = [line.split()[1] for line in lines[1:] if line.split() and line.split()[0].isdigit()]
-    requests = [row["request_id"] for row in cache_report(store.session(session))["rows"]]
+    rows = [line.split() for line in lines[1:] if line.split() and line.split()[0].isdigit()]
+    report = cache_report(store.session(session))
+    assert len(rows) == len(report["rows"])
+    shown = [cells[1] for cells in rows if cells[1] != "-"]
+    requests = [row["request_id"] for row in report["rows"] if row["request_id"]]
     assert len(shown) == len(requests) and "…" not in table.stdout.decode()
     for prefix, request in zip(shown, requests, strict=True):
         assert request.startswith(prefix) and len(prefix) >= 8

@@ -27,9 +27,10 @@ def run(args: argparse.Namespace, config: Config) -> int:
     from asz.table import print_table
     from asz.view import cache_report, report_cells, report_summary
     from asz.view.cache import COLUMNS
+    from asz.view.prices import price_table
 
     session = landed_session(config, args.session)
-    report = cache_report(session)
+    report = cache_report(session, price_table(config.prices))
     if args.json:
         print_json(report)
     else:
@@ -41,10 +42,11 @@ def run(args: argparse.Namespace, config: Config) -> int:
     return report_problems(report["problems"], all_in="--json")
 
 
-_NUMERIC = frozenset({"#", "input", "read", "written"})
-_DROPPED_FIRST = ("message", "stream")
-"""On a narrow terminal these go first (the message id is in ``asz view``): the request
-prefix, the cause and the counts stay, and the detail wraps."""
+_NUMERIC = frozenset({"#", "input", "read", "written", "rewritten", "waste $"})
+_DROPPED_FIRST = ("message", "stream", "input", "written")
+"""On a narrow terminal these go first, in this order (the message id is in ``asz view``,
+the input and written counts in ``--json``): the request prefix, the cause, what was read,
+re-written and wasted stay, and the detail wraps."""
 
 
 _DETAIL_NARROWEST = 32

@@ -30,7 +30,9 @@ from asz.store import BodyManifest, Session
 from asz.view.calls import Call, Transcript
 from asz.view.document import ParsedBodies, problems_of
 from asz.view.joins import JoinedSession, join_session
+from asz.view.prices import DIGITS, PriceTable, cost_usd, price_table, waste_usd
 from asz.view.shapes import Shape, ShapeReader
+from asz.view.usage import Expectation, Usage, expectations
 
 PRECEDENCE = (
     "model",
@@ -184,11 +186,10 @@ class _Report:
         message_id = joins.call_of.get(response) if response else None
         return joins.request_of.get(message_id) if message_id else None
 
-    def row(self, request: BodyManifest) -> dict[str, Any]:
+    def comparison(self, request: BodyManifest, call: Call | None) -> dict[str, Any]:
+        """``previous``, ``cause``, ``detail`` and ``also`` of a landed request."""
         joins = self.joined.joins
         calls = self.joined.transcript.calls
-        message_id = joins.call_of.get(request.record_id)
-        call = calls.get(message_id) if message_id else None
         named = request.keys.prev_request
         previous_id = self.previous(named) if named else None
         previous = self.shape(previous_id) if previous_id else None
@@ -209,35 +210,96 @@ class _Report:
             )
             found = compare(previous, current, between)
             (cause, detail), also = found[0], [item[0] for item in found[1:]]
-        response_id = joins.response_of.get(message_id) if message_id else None
+        return {"previous": previous_id, "cause": cause, "detail": detail, "also": also}
+
+    def usage(self, call: Call) -> tuple[dict[str, Any] | None, Any]:
+        """The call's ``usage``: the joined response's, else the transcript's; and the
+        response's own ``cache_miss_reason``."""
+        response_id = self.joined.joins.response_of.get(call.message_id)
         facts = self.lazy.response_facts(response_id) if response_id else None
-        usage = (facts or {}).get("usage") or {}
-        return {
-            "request_id": request.record_id,
-            "message_id": message_id,
-            "stream": call.stream if call else None,
-            "time": call.time if call else None,
-            "previous": previous_id,
-            "cause": cause,
-            "detail": detail,
-            "also": also,
-            "input_tokens": usage.get("input_tokens"),
-            "cache_read_input_tokens": usage.get("cache_read_input_tokens"),
-            "cache_creation_input_tokens": usage.get("cache_creation_input_tokens"),
-            "reported_miss_reason": (facts or {}).get("cache_miss_reason"),
-        }
+        usage = (facts or {}).get("usage")
+        return (usage if usage is not None else call.usage), (facts or {}).get("cache_miss_reason")
+
+    def rows(self, prices: PriceTable) -> list[dict[str, Any]]:
+        """A row per non-synthetic call, in the view's order, then one per landed request
+        joined to no call, in landing order."""
+        joins = self.joined.joins
+        transcript = self.joined.transcript
+        calls = [call for call in transcript.ordered_calls() if not call.synthetic]
+        found = {call.message_id: self.usage(call) for call in calls}
+        usages = {message_id: Usage.of(usage) for message_id, (usage, _) in found.items()}
+        expected = expectations(transcript, usages)
+        rows = []
+        for call in calls:
+            request_id = joins.request_of.get(call.message_id)
+            request = self.joined.bodies[request_id] if request_id else None
+            usage, reported = found[call.message_id]
+            rows.append(
+                _row(
+                    request,
+                    call,
+                    comparison=self.comparison(request, call) if request else None,
+                    usage=usage,
+                    reported=reported,
+                    expectation=expected.get(call.message_id, Expectation()),
+                    prices=prices,
+                )
+            )
+        for body in self.joined.bodies.values():
+            if body.role == "request" and body.record_id not in joins.call_of:
+                comparison = self.comparison(body, None)
+                rows.append(
+                    _row(
+                        body, None, comparison=comparison, expectation=Expectation(), prices=prices
+                    )
+                )
+        return rows
 
 
-def cache_report(session: Session) -> dict[str, Any]:
-    """Rows (one per landed request, in landing order), per-session totals, and why the
-    report has nothing to say when no request is joined to its call."""
+def _row(
+    request: BodyManifest | None,
+    call: Call | None,
+    *,
+    comparison: dict[str, Any] | None,
+    usage: dict[str, Any] | None = None,
+    reported: Any = None,
+    expectation: Expectation,
+    prices: PriceTable,
+) -> dict[str, Any]:
+    counts = Usage.of(usage)
+    price = prices.price_of(call.model) if call else None
+    return {
+        "request_id": request.record_id if request else None,
+        "message_id": call.message_id if call else None,
+        "stream": call.stream if call else None,
+        "time": call.time if call else None,
+        **(comparison or {"previous": None, "cause": None, "detail": None, "also": []}),
+        "input_tokens": counts.input if counts else None,
+        "cache_read_input_tokens": counts.cache_read if counts else None,
+        "cache_creation_input_tokens": counts.cache_creation if counts else None,
+        "reported_miss_reason": reported,
+        "expected_read": expectation.expected_read,
+        "rewritten_tokens": expectation.rewritten_tokens,
+        "cost_usd": cost_usd(counts, price),
+        "waste_usd": waste_usd(expectation.rewritten_tokens, counts, price),
+        "model": call.model if call else None,
+    }
+
+
+def cache_report(session: Session, prices: PriceTable | None = None) -> dict[str, Any]:
+    """Rows (one per call, then one per landed request joined to no call), per-session
+    totals, and why the report has nothing to say of the requests when none is joined to
+    its call. ``prices`` is the shipped price table when None."""
     report = _Report(session)
-    rows = [report.row(body) for body in report.joined.bodies.values() if body.role == "request"]
+    rows = report.rows(prices or price_table())
     problems = problems_of(report.joined, report.lazy)
+    totals = _totals(rows)
+    for row in rows:
+        del row["model"]
     return {
         "session": session.id,
         "rows": rows,
-        "totals": _totals(rows),
+        "totals": totals,
         "empty_because": _empty_because(report.joined, rows, problems),
         "problems": problems,
     }
@@ -251,6 +313,7 @@ def _empty_because(
     An empty report on its own reads as "nothing broke the cache"; it has to say whether no
     request landed, none could be read, or none could be joined, and what kept them apart.
     """
+    rows = [row for row in rows if row["request_id"] is not None]
     if not rows:
         if problems:
             return "no request body of this session could be read (see the problems)"
@@ -282,19 +345,45 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     whole = read + sums["cache_creation_input_tokens"] + sums["input_tokens"]
     by_cause: dict[str, dict[str, int]] = {}
     for row in rows:
+        if row["cause"] is None:
+            continue
         entry = by_cause.setdefault(row["cause"], {"requests": 0, "cache_creation_input_tokens": 0})
         entry["requests"] += 1
         entry["cache_creation_input_tokens"] += row["cache_creation_input_tokens"] or 0
+    costs = [row["cost_usd"] for row in rows if row["cost_usd"] is not None]
+    wastes = [row["waste_usd"] for row in rows if row["waste_usd"] is not None]
+    unpriced = {
+        row["model"] or "(no model)"
+        for row in rows
+        if row["cost_usd"] is None and row["input_tokens"] is not None
+    }
     return {
-        "requests": len(rows),
+        "requests": sum(row["request_id"] is not None for row in rows),
         "with_usage": sum(row["input_tokens"] is not None for row in rows),
         **sums,
         "hit_ratio": round(read / whole, 4) if whole else None,
         "by_cause": by_cause,
+        "rewritten_tokens": sum(row["rewritten_tokens"] or 0 for row in rows),
+        "breaks": sum((row["rewritten_tokens"] or 0) > 0 for row in rows),
+        "cost_usd": round(sum(costs), DIGITS) if costs else None,
+        "waste_usd": round(sum(wastes), DIGITS) if wastes else None,
+        "unpriced_models": sorted(unpriced),
     }
 
 
-COLUMNS = ("#", "request", "message", "stream", "cause", "input", "read", "written", "detail")
+COLUMNS = (
+    "#",
+    "request",
+    "message",
+    "stream",
+    "cause",
+    "input",
+    "read",
+    "written",
+    "rewritten",
+    "waste $",
+    "detail",
+)
 """The headers of the cells :func:`report_cells` gives, in order."""
 _KEYS = (
     "n",
@@ -305,6 +394,8 @@ _KEYS = (
     "input_tokens",
     "cache_read_input_tokens",
     "cache_creation_input_tokens",
+    "rewritten_tokens",
+    "waste_usd",
     "detail",
 )
 
@@ -321,6 +412,7 @@ def report_cells(report: dict[str, Any], shown: Mapping[str, str] | None = None)
             "request_id": (shown or {}).get(row["request_id"], row["request_id"]),
         }
         line = [_cell(cells.get(key)) for key in _KEYS]
+        line[_KEYS.index("waste_usd")] = _dollars(row["waste_usd"])
         if row["also"]:
             line[-1] += f" (also {', '.join(row['also'])})"
         if row["reported_miss_reason"] is not None:
@@ -337,13 +429,15 @@ def report_summary(report: dict[str, Any]) -> list[str]:
         return [f"session {report['session']}: nothing to report: {empty_because}"]
     totals = report["totals"]
     ratio = totals["hit_ratio"]
+    calls = sum(row["message_id"] is not None for row in report["rows"])
     lines = [
-        f"session {report['session']}: {totals['requests']} requests, "
+        f"session {report['session']}: {calls} calls, {totals['requests']} requests landed, "
         f"{totals['with_usage']} with usage",
         f"hit ratio {'-' if ratio is None else f'{ratio:.1%}'}: "
         f"{totals['cache_read_input_tokens']:,} tokens read from the cache, "
         f"{totals['cache_creation_input_tokens']:,} written to it, "
         f"{totals['input_tokens']:,} not cached",
+        _money(totals),
     ]
     for cause, entry in sorted(totals["by_cause"].items(), key=lambda kv: _rank(kv[0])):
         count = entry["requests"]
@@ -355,6 +449,26 @@ def report_summary(report: dict[str, Any]) -> list[str]:
     if empty_because:
         lines.append(empty_because)
     return lines
+
+
+def _money(totals: dict[str, Any]) -> str:
+    breaks = totals["breaks"]
+    said = (
+        f"from usage: {breaks} {'break' if breaks == 1 else 'breaks'} re-wrote "
+        f"{totals['rewritten_tokens']:,} tokens; cost ${_dollars(totals['cost_usd'])}, "
+        f"of which ${_dollars(totals['waste_usd'])} wasted on breaks"
+    )
+    if totals["unpriced_models"]:
+        said += f"; no price for {', '.join(totals['unpriced_models'])} (tokens only)"
+    return said
+
+
+def _dollars(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value == 0:
+        return "0"
+    return f"{value:,.4f}" if value < 1 else f"{value:,.2f}"
 
 
 def _rank(cause: str) -> int:

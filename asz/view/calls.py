@@ -41,6 +41,9 @@ class Call:
     last_time: str | None = None
     fragments: int = 0
     tool_uses: list[str] = field(default_factory=list)
+    usage: dict[str, Any] | None = None
+    """``message.usage`` of the call's last line that carries one: a call's lines repeat it
+    while the message streams, and the last is the final count."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +64,9 @@ class Stream:
     last_time: str | None = None
     gap: str | None = None
     """Why the landed lines are not whole, or None."""
+    gap_position: int | None = None
+    """The position of the first line after the first gap: a call before it and one after it
+    may have had a call between them that did not land."""
     started_by: StreamStart | None = None
     calls: list[Call] = field(default_factory=list)
 
@@ -169,6 +175,7 @@ class _Reader:
             stream.sources.append(landed.source)
             self._dirs.setdefault(landed.source.split("/", 1)[0], None)
         if stream.gap is None and (landed.line, landed.offset) != (cursor.line, cursor.offset):
+            stream.gap_position = stream.lines
             stream.gap = (
                 f"{landed.source}: line {landed.line} at byte {landed.offset} follows "
                 f"line {cursor.line - 1}, which ends at byte {cursor.offset}"
@@ -199,6 +206,9 @@ class _Reader:
         model = _text(message.get("model"))
         call.model = call.model or model
         call.synthetic = call.synthetic or model == SYNTHETIC_MODEL
+        usage = message.get("usage")
+        if isinstance(usage, dict):
+            call.usage = usage
         for block in _blocks(message.get("content")):
             tool_use = _text(block.get("id")) if block.get("type") == "tool_use" else None
             if tool_use:
