@@ -1,4 +1,8 @@
-"""The cache report: for every request, what made it miss the prompt cache, or that nothing did.
+"""The cache report: for every call, what it re-wrote of the prompt cache and what it cost, and
+for every landed request, what made it miss the cache, or that nothing did.
+
+Rows are the session's calls (see :mod:`.usage` for the breaks found from usage alone and
+:mod:`.prices` for money), then the landed requests joined to no call.
 
 The provider reads a request's cache front to back (tools, then system, then messages) and
 reuses what the previous request of the same chain wrote, so each request is compared with
