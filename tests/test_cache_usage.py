@@ -12,7 +12,9 @@ import pytest
 from test_joins import MAIN_STREAM, HandMade
 
 from asz.config import ConfigError, ModelPrice, load_config
+from asz.view.calls import Call, Epoch, Stream, Transcript
 from asz.view.prices import price_table, shipped_prices
+from asz.view.usage import Usage, expectations
 
 SAMPLE_SESSION = "4d5611e5-241a-462a-8d15-5122611a9569"
 ROW_KEYS = [
@@ -230,3 +232,49 @@ def test_a_price_in_the_config_file_is_whole_or_refused(
     config.write_text(text)
     with pytest.raises(ConfigError, match=re.escape(said)):
         load_config(config, env={"HOME": str(tmp_path)})
+
+
+def test_starts_are_a_streams_first_call_and_calls_after_a_compaction_or_a_gap() -> None:
+    transcript = Transcript()
+    main = transcript.streams["main"] = Stream("main", gap_position=9)
+    side = transcript.streams["side"] = Stream("side")
+    for stream, message_id, position, model in [
+        (main, "m1", 0, "claude-opus-4-6"),
+        (main, "m2", 2, "claude-opus-4-6"),
+        (main, "synthetic", 3, "<synthetic>"),
+        (main, "m3", 4, "claude-opus-4-6"),  # a compaction at line 3
+        (main, "m4", 6, "claude-opus-4-6"),
+        (main, "m5", 10, "claude-opus-4-6"),  # lines lost before line 9
+        (main, "m6", 12, "claude-opus-4-6"),
+        (side, "s1", 0, "claude-haiku-4-5"),
+        (side, "s2", 1, "claude-haiku-4-5"),
+    ]:
+        call = Call(stream.name, message_id, position, model=model)
+        call.synthetic = model == "<synthetic>"
+        stream.calls.append(call)
+    transcript.epochs.append(Epoch("main", 3, None, None, "auto", None))
+    usage = {
+        name: Usage(1, 1, read, written, None, None)
+        for name, read, written in [
+            ("m1", 0, 100),
+            ("m2", 60, 50),  # read 60 of 100: a break of 40
+            ("m3", 0, 70),
+            ("m4", 70, 5),
+            ("m5", 0, 80),
+            ("m6", 90, 1),  # read more than 80: no break
+            ("s1", 0, 10),
+            ("s2", 0, 10),
+        ]
+    }
+    found = expectations(transcript, usage)
+    assert "synthetic" not in found
+    assert {name: (e.expected_read, e.rewritten_tokens) for name, e in found.items()} == {
+        "m1": (None, None),
+        "m2": (100, 40),
+        "m3": (None, None),
+        "m4": (70, 0),
+        "m5": (None, None),
+        "m6": (80, 0),
+        "s1": (None, None),
+        "s2": (10, 10),
+    }
