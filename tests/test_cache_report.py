@@ -14,10 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_human_output import on_a_terminal
 from test_joins import MAIN_STREAM, TOOLS, HandMade, user_message
-from test_view import land_synth
+from test_view import land_claude, land_synth
 
 from asz.commands.problems import SHOWN
-from asz.store import BODY_KIND, Store, open_store
+from asz.store import BODY_KIND, Store
 from asz.synth import SynthOptions, synthesize
 from asz.view.cache import COLUMNS, cache_report, report_cells, report_summary
 from asz.view.shapes import normalised_message
@@ -395,11 +395,8 @@ def test_a_session_without_requests_says_none_landed(tmp_path: Path, run_asz: An
     claude = tmp_path / "claude"
     expected = synthesize(claude, SynthOptions(seed=3, sessions=1))
     shutil.rmtree(claude / "asz")
-    root = tmp_path / "root"
-    done = run_asz("collect", "--once", "--root", str(root), env={"CLAUDE_CONFIG_DIR": str(claude)})
-    assert done.returncode == 0, done.stderr
+    store = land_claude(tmp_path, run_asz, claude)
     session = expected["sessions"][0]["id"]
-    store = open_store(root)
     done = cache_cli(run_asz, store, session, "--json")
     assert done.returncode == 0 and done.stderr == b""
     report = orjson.loads(done.stdout)
@@ -417,11 +414,8 @@ def test_requests_that_cannot_be_joined_say_the_transcripts_carry_no_prompt_ids(
     expected = synthesize(claude, SynthOptions(seed=3, sessions=1))
     for path in (claude / "projects").rglob("*.jsonl"):
         path.write_bytes(re.sub(rb',"promptId":"[^"]*"', b"", path.read_bytes()))
-    root = tmp_path / "root"
-    done = run_asz("collect", "--once", "--root", str(root), env={"CLAUDE_CONFIG_DIR": str(claude)})
-    assert done.returncode == 0, done.stderr
+    store = land_claude(tmp_path, run_asz, claude)
     session = expected["sessions"][0]["id"]
-    store = open_store(root)
     done = cache_cli(run_asz, store, session, "--json")
     assert done.returncode == 0 and done.stderr == b""
     report = orjson.loads(done.stdout)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 from test_joins import MAIN_STREAM, HandMade
+from test_view import land_sample
 
 from asz.config import ConfigError, ModelPrice, load_config
 from asz.view.calls import Call, Epoch, Stream, Transcript
@@ -81,11 +81,8 @@ def test_real_transcripts_give_a_row_per_call_with_the_usage_invariant(
     tmp_path: Path, samples: Path, run_asz: Any
 ) -> None:
     claude = tmp_path / "claude"
-    shutil.copytree(samples / "transcripts" / "v2.1.39-subagents-dir", claude / "projects")
-    root = tmp_path / "root"
-    done = run_asz("collect", "--once", "--root", str(root), env={"CLAUDE_CONFIG_DIR": str(claude)})
-    assert done.returncode == 0, done.stderr
-    done = run_asz("cache", "--root", str(root), SAMPLE_SESSION, "--json")
+    store = land_sample(tmp_path, run_asz, samples / "transcripts" / "v2.1.39-subagents-dir")
+    done = run_asz("cache", "--root", store.location, SAMPLE_SESSION, "--json")
     assert done.returncode == 0, done.stderr
     report = orjson.loads(done.stdout)
     rows = report["rows"]

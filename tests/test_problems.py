@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import RunAsz
+from test_view import land_claude
 
 from asz.store import BODY_KIND, open_store
 from asz.synth import SynthOptions, synthesize
@@ -20,9 +21,7 @@ def test_a_body_in_a_damaged_file_fails_rather_than_is_not_found(
 ) -> None:
     claude = tmp_path / "claude"
     expected = synthesize(claude, SynthOptions(seed=3, sessions=1))
-    root = tmp_path / "root"
-    done = run_asz("collect", "--once", "--root", str(root), env={"CLAUDE_CONFIG_DIR": str(claude)})
-    assert done.returncode == 0, done.stderr
+    root = Path(land_claude(tmp_path, run_asz, claude).location)
     body = next(body for body in expected["bodies"] if body["claim"] is not None)
     session, record_id = body["session"], body["id"]
     done = run_asz("body", "--root", str(root), session, record_id)

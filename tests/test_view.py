@@ -167,12 +167,9 @@ def test_real_transcripts_with_a_subagent_and_a_compaction(
     tmp_path: Path, samples: Path, run_asz: Any
 ) -> None:
     claude = tmp_path / "claude"
-    shutil.copytree(samples / "transcripts" / "v2.1.39-subagents-dir", claude / "projects")
-    root = tmp_path / "root"
-    done = run_asz("collect", "--once", "--root", str(root), env={"CLAUDE_CONFIG_DIR": str(claude)})
-    assert done.returncode == 0, done.stderr
+    store = land_sample(tmp_path, run_asz, samples / "transcripts" / "v2.1.39-subagents-dir")
     session = "4d5611e5-241a-462a-8d15-5122611a9569"
-    doc = build_view(open_store(root).session(session))
+    doc = build_view(store.session(session))
 
     # Every distinct message id of the assistant lines is one call, in its own stream.
     expected: Counter[str] = Counter()
@@ -201,14 +198,28 @@ def test_real_transcripts_with_a_subagent_and_a_compaction(
     assert doc["summary"]["bodies_landed"] == 0
 
 
+def land_claude(tmp_path: Path, run_asz: Any, claude: Path) -> Store:
+    """The Claude Code directory ``claude`` landed by one real ``asz collect --once`` pass
+    into a new root, ``tmp_path / "root"``."""
+    root = tmp_path / "root"
+    done = run_asz("collect", "--once", "--root", str(root), env={"CLAUDE_CONFIG_DIR": str(claude)})
+    assert done.returncode == 0, done.stderr
+    return open_store(root)
+
+
+def land_sample(tmp_path: Path, run_asz: Any, layout: Path) -> Store:
+    """One layout of the real sample transcripts, as the projects of the Claude Code directory
+    ``tmp_path / "claude"``, landed by one real pass."""
+    claude = tmp_path / "claude"
+    shutil.copytree(layout, claude / "projects")
+    return land_claude(tmp_path, run_asz, claude)
+
+
 def land_synth(tmp_path: Path, run_asz: Any, options: SynthOptions) -> tuple[Store, dict]:
     """A synthetic capture landed by one real ``asz collect --once`` pass; its expected.json."""
     claude = tmp_path / "claude"
     expected = synthesize(claude, options)
-    root = tmp_path / "root"
-    done = run_asz("collect", "--once", "--root", str(root), env={"CLAUDE_CONFIG_DIR": str(claude)})
-    assert done.returncode == 0, done.stderr
-    return open_store(root), expected
+    return land_claude(tmp_path, run_asz, claude), expected
 
 
 def check_synth_view(store: Store, expected: dict) -> None:

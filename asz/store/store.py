@@ -72,7 +72,8 @@ class Store:
         ]
         for session in checked:
             if progress is not None:
-                progress.grow(len(session.landed()), session.landed_bytes())
+                names = session.landed()
+                progress.grow(len(names), sum(self.size_of(name.path) for name in names))
                 session.progress = progress
         for session in checked:
             verify_session(session, report)
