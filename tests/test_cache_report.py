@@ -19,7 +19,8 @@ from test_view import land_claude, land_synth
 from asz.commands.problems import SHOWN
 from asz.store import BODY_KIND, Store
 from asz.synth import SynthOptions, synthesize
-from asz.view.cache import COLUMNS, cache_report, report_cells, report_summary
+from asz.view.cache import cache_report
+from asz.view.cache_text import COLUMNS, report_cells, report_summary
 from asz.view.shapes import normalised_message
 
 Step = dict[str, Any]

@@ -26,7 +26,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
     from asz.store import unique_prefixes
     from asz.table import print_table
     from asz.view import cache_report, report_cells, report_summary
-    from asz.view.cache import COLUMNS
+    from asz.view.cache_text import COLUMNS
     from asz.view.prices import price_table
 
     session = landed_session(config, args.session)

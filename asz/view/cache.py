@@ -2,160 +2,33 @@
 for every landed request, what made it miss the cache, or that nothing did.
 
 Rows are the session's calls (see :mod:`.usage` for the breaks found from usage alone and
-:mod:`.prices` for money), then the landed requests joined to no call.
-
-The provider reads a request's cache front to back (tools, then system, then messages) and
-reuses what the previous request of the same chain wrote, so each request is compared with
-that previous request: the one joined to the call whose response carries the request id this
-request names in ``cc_prev_req``. A request that names none is a chain's ``first``.
-
-What is not a change: a message spelled as a plain string once it is no longer the newest
-and as a list of one text block while it is, a ``cache_control`` marker that moved, and the
-billing block (``system[0]``, whose ``cch``, ``cc_prev_req`` and ``cc_prompt_id`` change every
-call). What is: the model, a tool added, removed, changed or moved, a system block, the betas,
-the effort or thinking settings, a message rewritten, a new message list after a compaction,
-and time: the previous call's marker lifetime (5 minutes, or 1 hour where its newest marker
-says ``ttl: "1h"``) passing between the previous call's last transcript line and this call's
-first. One cause per request, the earliest in ``PRECEDENCE``; ``kept`` when the history only
-grew. See ``docs/view.md``.
+:mod:`.prices` for money), then the landed requests joined to no call. Each landed request is
+compared with the previous request of its chain (:mod:`.causes`): the one joined to the call
+whose response carries the request id this request names in ``cc_prev_req``. A request that
+names none is a chain's ``first``. See ``docs/view.md``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-import orjson
-
 from asz.store import BodyManifest, Session
-from asz.view.calls import Call, Transcript
+from asz.view.calls import Call
+from asz.view.causes import (
+    FIRST,
+    UNKNOWN,
+    UNREADABLE,
+    Between,
+    compacted_between,
+    compare,
+    seconds_between,
+)
 from asz.view.document import ParsedBodies, problems_of
 from asz.view.joins import JoinedSession, join_session
 from asz.view.prices import DIGITS, PriceTable, cost_usd, price_table, waste_usd
 from asz.view.shapes import Shape, ShapeReader
 from asz.view.usage import Expectation, Usage, expectations
-
-PRECEDENCE = (
-    "model",
-    "tools",
-    "system",
-    "betas",
-    "effort",
-    "compaction",
-    "messages",
-    "ttl",
-    "kept",
-)
-FIRST = "first"
-UNKNOWN = "unknown"
-"""No previous request to compare with, though the request names one (it is not landed,
-or not joined to its call)."""
-UNREADABLE = "unreadable"
-
-
-@dataclass(frozen=True, slots=True)
-class Between:
-    """What the transcripts say happened between the previous call and this one."""
-
-    gap_seconds: float | None
-    compacted: bool
-
-
-def compare(previous: Shape, current: Shape, between: Between) -> list[tuple[str, str]]:
-    """Every ``(cause, detail)`` that holds, in ``PRECEDENCE`` order; ``kept`` when none does."""
-    found: list[tuple[str, str]] = []
-    if previous.model != current.model:
-        found.append(("model", f"{previous.model} -> {current.model}"))
-    tools = _tool_change(previous.tools, current.tools)
-    if tools:
-        found.append(("tools", tools))
-    system = _list_change("system block", previous.system, current.system)
-    if system:
-        found.append(("system", system))
-    if previous.betas != current.betas:
-        found.append(("betas", f"{_show(previous.betas)} -> {_show(current.betas)}"))
-    if previous.effort != current.effort:
-        found.append(("effort", f"effort {_show(previous.effort)} -> {_show(current.effort)}"))
-    elif previous.thinking != current.thinking:
-        found.append(
-            ("effort", f"thinking {_show(previous.thinking)} -> {_show(current.thinking)}")
-        )
-    found.extend(_message_change(previous, current, between))
-    if between.gap_seconds is not None and between.gap_seconds > previous.ttl:
-        found.append(
-            (
-                "ttl",
-                f"{_duration(between.gap_seconds)} passed the {_duration(previous.ttl)} lifetime",
-            )
-        )
-    return found or [("kept", "the history only grew")]
-
-
-def _tool_change(previous: dict[str, int], current: dict[str, int]) -> str | None:
-    added = [name for name in current if name not in previous]
-    removed = [name for name in previous if name not in current]
-    changed = [n for n, v in current.items() if n in previous and previous[n] != v]
-    parts = [
-        f"{label} {', '.join(names)}"
-        for label, names in (("added", added), ("removed", removed), ("changed", changed))
-        if names
-    ]
-    if not parts and list(previous) != list(current):
-        parts.append("reordered")
-    return "; ".join(parts) or None
-
-
-def _list_change(label: str, previous: list[int], current: list[int]) -> str | None:
-    for n, (a, b) in enumerate(zip(previous, current, strict=False)):
-        if a != b:
-            return f"{label} {n} changed"
-    if len(previous) != len(current):
-        return f"{len(previous)} -> {len(current)} {label}s"
-    return None
-
-
-def _message_change(previous: Shape, current: Shape, between: Between) -> list[tuple[str, str]]:
-    old, new = previous.messages, current.messages
-    if old and new and old[0] != new[0] and (between.compacted or len(new) < len(old)):
-        return [("compaction", f"a new list of {len(new)} messages (was {len(old)})")]
-    for n, (a, b) in enumerate(zip(old, new, strict=False)):
-        if a != b:
-            return [("messages", f"message {n} ({current.roles[n]}) rewritten")]
-    if len(new) < len(old):
-        return [("messages", f"messages {len(new)}-{len(old) - 1} dropped")]
-    return []
-
-
-def _show(value: object) -> str:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-
-
-def _duration(seconds: float) -> str:
-    whole = round(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
-
-
-def _seconds_between(earlier: str | None, later: str | None) -> float | None:
-    if not earlier or not later:
-        return None
-    try:
-        return (datetime.fromisoformat(later) - datetime.fromisoformat(earlier)).total_seconds()
-    except (ValueError, TypeError):
-        return None
-
-
-def _compacted_between(transcript: Transcript, before: Call, after: Call) -> bool:
-    return before.stream == after.stream and any(
-        epoch.stream == after.stream and before.position < epoch.position < after.position
-        for epoch in transcript.epochs
-    )
 
 
 class _Report:
@@ -208,9 +81,9 @@ class _Report:
         else:
             before = calls[joins.call_of[previous_id]]
             between = Between(
-                gap_seconds=_seconds_between(before.last_time, call.time) if call else None,
+                gap_seconds=seconds_between(before.last_time, call.time) if call else None,
                 compacted=call is not None
-                and _compacted_between(self.joined.transcript, before, call),
+                and compacted_between(self.joined.transcript, before, call),
             )
             found = compare(previous, current, between)
             (cause, detail), also = found[0], [item[0] for item in found[1:]]
@@ -373,114 +246,3 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "waste_usd": round(sum(wastes), DIGITS) if wastes else None,
         "unpriced_models": sorted(unpriced),
     }
-
-
-COLUMNS = (
-    "#",
-    "request",
-    "message",
-    "stream",
-    "cause",
-    "input",
-    "read",
-    "written",
-    "rewritten",
-    "waste $",
-    "detail",
-)
-"""The headers of the cells :func:`report_cells` gives, in order."""
-_KEYS = (
-    "n",
-    "request_id",
-    "message_id",
-    "stream",
-    "cause",
-    "input_tokens",
-    "cache_read_input_tokens",
-    "cache_creation_input_tokens",
-    "rewritten_tokens",
-    "waste_usd",
-    "detail",
-)
-
-
-def report_cells(report: dict[str, Any], shown: Mapping[str, str] | None = None) -> list[list[str]]:
-    """The report's rows as text cells under ``COLUMNS``. ``shown`` maps body ids to the
-    prefixes that name them in the session (``asz body`` takes them); an id it lacks, and
-    every message id, is shown whole: an id is never cut so that it cannot be pasted."""
-    table = []
-    for n, row in enumerate(report["rows"], start=1):
-        cells = {
-            **row,
-            "n": n,
-            "request_id": (shown or {}).get(row["request_id"], row["request_id"]),
-        }
-        line = [_cell(cells.get(key)) for key in _KEYS]
-        line[_KEYS.index("waste_usd")] = _dollars(row["waste_usd"])
-        if row["also"]:
-            line[-1] += f" (also {', '.join(row['also'])})"
-        if row["reported_miss_reason"] is not None:
-            line[-1] += f" [reported: {_cell(row['reported_miss_reason'])}]"
-        table.append(line)
-    return table
-
-
-def report_summary(report: dict[str, Any]) -> list[str]:
-    """The lines after the table: the session's totals, each cause's share, and why the
-    report says nothing when it does not."""
-    empty_because = report["empty_because"]
-    if not report["rows"]:
-        return [f"session {report['session']}: nothing to report: {empty_because}"]
-    totals = report["totals"]
-    ratio = totals["hit_ratio"]
-    calls = sum(row["message_id"] is not None for row in report["rows"])
-    lines = [
-        f"session {report['session']}: {calls} calls, {totals['requests']} requests landed, "
-        f"{totals['with_usage']} with usage",
-        f"hit ratio {'-' if ratio is None else f'{ratio:.1%}'}: "
-        f"{totals['cache_read_input_tokens']:,} tokens read from the cache, "
-        f"{totals['cache_creation_input_tokens']:,} written to it, "
-        f"{totals['input_tokens']:,} not cached",
-        _money(totals),
-    ]
-    for cause, entry in sorted(totals["by_cause"].items(), key=lambda kv: _rank(kv[0])):
-        count = entry["requests"]
-        noun = "request" if count == 1 else "requests"
-        lines.append(
-            f"  {cause:<11} {count:>5} {noun:<8}  "
-            f"{entry['cache_creation_input_tokens']:>10,} tokens written"
-        )
-    if empty_because:
-        lines.append(empty_because)
-    return lines
-
-
-def _money(totals: dict[str, Any]) -> str:
-    breaks = totals["breaks"]
-    said = (
-        f"from usage: {breaks} {'break' if breaks == 1 else 'breaks'} re-wrote "
-        f"{totals['rewritten_tokens']:,} tokens; cost ${_dollars(totals['cost_usd'])}, "
-        f"of which ${_dollars(totals['waste_usd'])} wasted on breaks"
-    )
-    if totals["unpriced_models"]:
-        said += f"; no price for {', '.join(totals['unpriced_models'])} (tokens only)"
-    return said
-
-
-def _dollars(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value == 0:
-        return "0"
-    return f"{value:,.4f}" if value < 1 else f"{value:,.2f}"
-
-
-def _rank(cause: str) -> int:
-    order = (FIRST, *PRECEDENCE, UNKNOWN, UNREADABLE)
-    return order.index(cause) if cause in order else len(order)
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return "-"
-    return value if isinstance(value, str) else _show(value)
