@@ -7,12 +7,18 @@ number of series stays fixed however many sessions a root holds.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from asz.view.families import CACHE_CAUSES, FAMILIES, TOKEN_KINDS
+
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from asz.tally import Tally
+    from asz.view.families import CacheCounts
 
 ERROR_KINDS = ("pass", "crash", "watch", "notify")
 """``pass``: an error a pass reported; ``crash``: a pass that raised; ``watch``: the watcher
@@ -83,6 +89,7 @@ class ServiceMetrics:
         Gauge(
             "asz_build_info", "The running asz version.", ["version"], registry=self.registry
         ).labels(version).set(1)
+        self.cache_cost = CacheCostMetrics(self.registry)
 
     def record_pass(self, counts: Tally, finished_at: float) -> None:
         self.bodies_waiting.set(counts.bodies_waiting)
@@ -104,6 +111,93 @@ class ServiceMetrics:
             raise ValueError(f"unknown error kind {kind!r}")
         self.errors.labels(kind).inc()
 
+    def add_cache_counts(self, counts: CacheCounts) -> None:
+        """Adds one batch of cache-cost deltas: see :meth:`CacheCostMetrics.add`."""
+        self.cache_cost.add(counts)
+
     def exposition(self) -> bytes:
         """The text format Prometheus scrapes."""
         return generate_latest(self.registry)
+
+
+# -- cache cost --------------------------------------------------------------------------------
+
+
+class CacheCostMetrics:
+    """What the calls that land cost, and what their cache breaks wasted.
+
+    Labelled by a model's family and a break's cause only (both bounded, see
+    :mod:`asz.view.families`), never by a session or a model id. No series exists before its
+    first count, but every metric's HELP and TYPE lines are in the exposition from the start.
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        def counter(name: str, doc: str, labels: tuple[str, ...]) -> Counter:
+            return Counter(name, doc, labels, registry=registry)
+
+        self.calls = counter(
+            "asz_model_calls_total", "Model calls counted, by family.", ("family",)
+        )
+        self.tokens = counter(
+            "asz_model_tokens_total",
+            "Tokens of the calls counted, by family and kind (input, output, cache_read, "
+            "cache_write_5m, cache_write_1h).",
+            ("family", "kind"),
+        )
+        self.cost = counter(
+            "asz_model_cost_usd_total",
+            "What the calls counted cost at the price table, in US dollars, by family.",
+            ("family",),
+        )
+        self.breaks = counter(
+            "asz_cache_breaks_total",
+            "Cache breaks found from usage (calls that re-wrote cached tokens), by family and "
+            "cause.",
+            ("family", "cause"),
+        )
+        self.rewritten = counter(
+            "asz_cache_rewritten_tokens_total",
+            "Tokens the cache breaks re-wrote, by family and cause.",
+            ("family", "cause"),
+        )
+        self.waste = counter(
+            "asz_cache_waste_usd_total",
+            "What the cache breaks wasted at the price table, in US dollars, by family and cause.",
+            ("family", "cause"),
+        )
+
+    def add(self, counts: CacheCounts) -> None:
+        """Adds every positive, finite delta of ``counts``; others are ignored, since a
+        counter never goes down. A family not in ``FAMILIES`` and a cause not in
+        ``CACHE_CAUSES`` are counted as ``other``; a token kind not in ``TOKEN_KINDS`` is
+        refused (ValueError) before anything is added."""
+        for _family_name, kind in counts.tokens:
+            if kind not in TOKEN_KINDS:
+                raise ValueError(f"unknown token kind {kind!r}")
+        for family, calls in counts.calls.items():
+            _inc(self.calls, calls, _family(family))
+        for (family, kind), tokens in counts.tokens.items():
+            _inc(self.tokens, tokens, _family(family), kind)
+        for family, cost in counts.cost_usd.items():
+            _inc(self.cost, cost, _family(family))
+        by_cause: Mapping[tuple[str, str], float]
+        for target, by_cause in (
+            (self.breaks, counts.breaks),
+            (self.rewritten, counts.rewritten_tokens),
+            (self.waste, counts.waste_usd),
+        ):
+            for (family, cause), delta in by_cause.items():
+                _inc(target, delta, _family(family), _cause(cause))
+
+
+def _family(family: str) -> str:
+    return family if family in FAMILIES else "other"
+
+
+def _cause(cause: str) -> str:
+    return cause if cause in CACHE_CAUSES else "other"
+
+
+def _inc(counter: Counter, delta: float, *labels: str) -> None:
+    if delta > 0 and math.isfinite(delta):
+        counter.labels(*labels).inc(delta)
