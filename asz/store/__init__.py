@@ -34,6 +34,7 @@ files are rebuilt from the landed files whenever they are missing or do not matc
 
 from asz.bodykeys import BodyKeys
 from asz.store.backend import Backend, Entry, LocalBackend, TempFile
+from asz.store.bodyparts import BodyParts
 from asz.store.errors import (
     AmbiguousId,
     BodyNotFound,
@@ -82,6 +83,7 @@ __all__ = [
     "BodyKeys",
     "BodyManifest",
     "BodyNotFound",
+    "BodyParts",
     "CallFact",
     "CodecError",
     "DamagedTranscript",

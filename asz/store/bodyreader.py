@@ -21,7 +21,7 @@ from asz.store.manifest import CodecError, Record, Repeat, new_pieces, reference
 
 if TYPE_CHECKING:
     from asz.store.errors import Problem
-    from asz.store.framing import LandedFile
+    from asz.store.framing import LandedFile, LandedRecord
     from asz.store.session import BodyManifest, Session
 
 
@@ -57,17 +57,21 @@ class BodyLoader:
             return False
         _name, landed = taken
         for record in landed.records:
-            try:
-                self.held.add(Record(meta=record.meta, payload=record.payload))
-                if self.rebuild_each:
-                    self.held.rebuild(str(record.meta["id"]))
-            except Repeat:
-                continue
-            except CodecError as err:
-                self.session.problem(str(landed.path), record.row, str(err), self.problems)
-                continue
-            self.bodies += 1
+            self.take(landed, record)
         return True
+
+    def take(self, landed: LandedFile, record: LandedRecord) -> None:
+        """Holds one record of ``landed``; one that does not hold is a problem."""
+        try:
+            self.held.add(Record(meta=record.meta, payload=record.payload))
+            if self.rebuild_each:
+                self.held.rebuild(str(record.meta["id"]))
+        except Repeat:
+            return
+        except CodecError as err:
+            self.session.problem(str(landed.path), record.row, str(err), self.problems)
+            return
+        self.bodies += 1
 
     def load_all(self) -> HeldBodies:
         while self.step():

@@ -10,6 +10,7 @@ again; the chain tips (what the next request of each chain copies from) stay cac
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,13 +52,29 @@ class Entry:
     base: str | None
     copy_len: int
     tail: list[memoryview]
+    starts: list[int]
+    """Where each part of ``tail`` starts in the body."""
     meta_json: bytes
+
+
+def tail_starts(copy_len: int, tail: list[memoryview]) -> list[int]:
+    """Where each part of a tail starts in its body."""
+    starts, pos = [], copy_len
+    for view in tail:
+        starts.append(pos)
+        pos += len(view)
+    return starts
 
 
 class HeldBodies:
     """What one session holds: bodies by record id, pieces by SHA-256, chain tips."""
 
-    def __init__(self, cache_bytes: int = CACHE_BYTES) -> None:
+    def __init__(self, cache_bytes: int = CACHE_BYTES, *, rebuild_checked: bool = True) -> None:
+        """``rebuild_checked=False`` holds a record once its claims hold, without rebuilding
+        it to its digest: for readers of spans (:meth:`span`, :meth:`copy_of`) that compare
+        bodies through what they share and never hand out a body as exact. Such a holder
+        refuses :meth:`rebuild`."""
+        self.rebuild_checked = rebuild_checked
         self._entries: dict[str, Entry] = {}
         self._pieces: dict[str, memoryview] = {}
         self._tips: dict[str, str] = {}  # chain -> record id, least recently extended first
@@ -84,7 +101,8 @@ class HeldBodies:
         held = self._entries.get(entry.record_id)
         if held is not None and held.sha256 != entry.sha256:
             raise IdConflict(f"{entry.record_id} is held with other bytes")
-        self._verify(entry)
+        if self.rebuild_checked:
+            self._verify(entry)
         if held is not None:
             raise Repeat(entry.record_id)
         self._hold(entry, new_pieces)
@@ -92,7 +110,9 @@ class HeldBodies:
     def _hold(self, entry: Entry, new_pieces: dict[str, memoryview]) -> None:
         self._entries[entry.record_id] = entry
         for digest, view in new_pieces.items():
-            self._pieces.setdefault(digest, view)
+            if digest not in self._pieces:
+                # A holder that forgets records keeps its pieces apart from their payloads.
+                self._pieces[digest] = view if self.rebuild_checked else memoryview(bytes(view))
         if entry.role == "request" and entry.chain:
             self._extend_chain(entry.chain, entry.record_id)
 
@@ -100,7 +120,61 @@ class HeldBodies:
         """The exact bytes of a held body."""
         if record_id not in self._entries:
             raise CodecError(f"the session holds no record {record_id}")
+        if not self.rebuild_checked:
+            raise CodecError("records held unchecked give spans, never whole bodies")
         return self._body(record_id)
+
+    def record_ids(self) -> list[str]:
+        """Every held record's id, in the order they were held."""
+        return list(self._entries)
+
+    def role(self, record_id: str) -> str:
+        return self._entries[record_id].role
+
+    def chain(self, record_id: str) -> str | None:
+        return self._entries[record_id].chain
+
+    def tips(self) -> list[str]:
+        """The latest request of each chain: what the next request may copy from."""
+        return list(self._tips.values())
+
+    def forget(self, record_ids: set[str]) -> None:
+        """Stop holding records (their pieces stay): for a reader walking a session once, so
+        that what it holds is what later records may still name, not the whole session."""
+        for record_id in record_ids:
+            self._entries.pop(record_id, None)
+            self._cache.unpin(record_id)
+        self._tips = {chain: tip for chain, tip in self._tips.items() if tip not in record_ids}
+
+    def copy_of(self, record_id: str) -> tuple[str, int] | None:
+        """``(base record id, length)`` of the front a held body copies, or None."""
+        entry = self._entries[record_id]
+        return (entry.base, entry.copy_len) if entry.base is not None else None
+
+    def size(self, record_id: str) -> int:
+        return self._entries[record_id].size
+
+    def span(self, record_id: str, start: int, end: int) -> bytes:
+        """Bytes ``start:end`` of a held body, built from the parts that cover them alone:
+        reading the end of a request costs what that end holds, not the whole body."""
+        views: list[memoryview] = []
+        self._views(record_id, start, end, views)
+        return b"".join(views)
+
+    def _views(self, record_id: str, start: int, end: int, out: list[memoryview]) -> None:
+        """Append the parts of bytes ``start:end`` of a held body to ``out``, copying none."""
+        entry = self._entries[record_id]
+        end = min(end, entry.size)
+        if entry.base is not None and start < entry.copy_len:
+            self._views(entry.base, start, min(end, entry.copy_len), out)
+        first = max(0, bisect_right(entry.starts, start) - 1)
+        last = bisect_left(entry.starts, end)
+        if first >= last:
+            return
+        views = entry.tail[first:last]
+        views[-1] = views[-1][: end - entry.starts[last - 1]]
+        views[0] = views[0][max(0, start - entry.starts[first]) :]
+        out.extend(views)
 
     def check(self, record: Record) -> bytes:
         """Rebuild a record that is not added, against what is held (a read-back check)."""
@@ -226,6 +300,7 @@ class HeldBodies:
             base=base.record_id if base is not None else None,
             copy_len=copy_len,
             tail=tail,
+            starts=tail_starts(copy_len, tail),
             meta_json=dumps_meta(meta),
         )
         return entry, new_pieces

@@ -173,6 +173,14 @@ def scan_rest(
     )
 
 
+def array_items_from(part: bytes) -> tuple[list[tuple[int, int]], int]:
+    """The spans of the elements of an array from the one ``part`` starts with, and where the
+    array ends, past its ``]``: how a reader that knows where a request's new messages start
+    finds them without scanning what comes before. ``part`` must start at an element, outside
+    any string; NotCuttable when it does not read as one."""
+    return _Scanner(part, _blank_escapes(part)).items_from(0)
+
+
 def _members_until(part: bytes, first_message_start: int) -> Layout | None:
     """The shape of ``part``: the rest of a ``messages`` array from an element on, then top-level
     members up to the key ``part`` ends at; None when ``part`` is not that. Everything scanned

@@ -8,6 +8,7 @@ checked in one way, and a damaged one is skipped the same way everywhere: it bec
 from __future__ import annotations
 
 import errno
+import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ import orjson
 
 from asz.bodykeys import BodyKeys
 from asz.progress import Progress, Silent
+from asz.store.bodyparts import BodyParts
 from asz.store.bodyreader import BodyReader
 from asz.store.errors import (
     BodyNotFound,
@@ -122,6 +124,22 @@ class Session:
                 found += self.landed_in(directory)
         return sorted(name for name in found if kind is None or name.kind == kind)
 
+    def landed_mark(self) -> str:
+        """What the session's landed files are: their count and a digest of every path and
+        size in sequence order. Landed files never change once published, so a result derived
+        from them holds while the mark is the same (the summary and the kept cache report);
+        the sizes make a file damaged in place (cut short, say) read again, and its problem
+        said, rather than hidden behind what was derived before."""
+        landed = self.landed()
+        digest = hashlib.sha256()
+        for name in landed:
+            try:
+                size = self.store.backend.size(name.path)
+            except OSError:  # gone since it was listed: the mark is of no state that lasts
+                size = -1
+            digest.update(f"{name.path} {size}\n".encode())
+        return f"{len(landed)}:{digest.hexdigest()}"
+
     def landed_bytes(self, kind: str | None = None) -> int:
         """The bytes on disk of the session's landed files of ``kind`` (every kind when None)."""
         return sum(self.store.size_of(name.path) for name in self.landed(kind))
@@ -224,6 +242,11 @@ class Session:
             self._bodies = BodyReader(self)
         # A manifest already read may let the body be rebuilt alone; none is read for this.
         return self._bodies.body(record_id, self._manifests)
+
+    def body_parts(self) -> BodyParts:
+        """The session's bodies as spans of their landed parts, for comparing requests through
+        the front they share (see :mod:`asz.store.bodyparts`); a new reader each call."""
+        return BodyParts(self)
 
     def problems_said(self) -> str:
         """The problems met so far, as the end of a message: `` (a; b)``, or nothing."""

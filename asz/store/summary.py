@@ -15,7 +15,6 @@ listing meets the problem again instead of hiding it.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -94,7 +93,7 @@ def summarize(session: Session) -> SessionSummary:
     """The session's summary, from its cache while the landed files are the ones it was made
     from, else made from the files and kept (where the root can be written)."""
     landed = session.landed()
-    mark = _mark(landed)
+    mark = session.landed_mark()
     cached = _cached(session, mark)
     if cached is not None:
         return cached
@@ -106,14 +105,6 @@ def summarize(session: Session) -> SessionSummary:
         with contextlib.suppress(OSError):
             session.store.backend.replace_derived(summary_path(session.id), orjson.dumps(cache))
     return made
-
-
-def _mark(landed: list[LandedName]) -> str:
-    """What the landed files are, by name: every path in sequence order, digested."""
-    digest = hashlib.sha256()
-    for name in landed:
-        digest.update(name.path.encode() + b"\n")
-    return f"{len(landed)}:{digest.hexdigest()}"
 
 
 def _cached(session: Session, mark: str) -> SessionSummary | None:
