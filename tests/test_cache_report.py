@@ -314,7 +314,15 @@ def test_every_injected_break_of_a_synthetic_capture_is_found(tmp_path: Path, ru
         assert report["problems"] == []
         rows.update({row["request_id"]: row for row in report["rows"]})
     breaks = expected["cache_breaks"]
-    assert {brk["cause"] for brk in breaks} == {"model", "tools", "system", "effort", "ttl"}
+    assert {brk["cause"] for brk in breaks} == {
+        "model",
+        "upgrade",
+        "tools",
+        "system",
+        "fast_mode",
+        "effort",
+        "ttl",
+    }
     for brk in breaks:
         assert rows[brk["request"]]["cause"] == brk["cause"], brk
     broken = {brk["request"] for brk in breaks}

@@ -1,16 +1,17 @@
-"""Request shapes read incrementally (only what a request adds to the one before) equal the
-shapes of the same requests parsed whole, whatever the spelling."""
+"""Request shapes read from landed records (only what a request adds past the front it copies)
+equal the shapes of the same requests parsed whole, whatever the spelling."""
 
 from __future__ import annotations
 
 import json
 
 import orjson
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asz.view import shapes
+from asz.bodykeys import read_keys
+from asz.store.codec import SessionBodies
+from asz.store.held import HeldBodies
 from asz.view.shapes import ShapeReader, shape_of
 
 texts = st.text(alphabet=st.sampled_from('ab "\\\n\té\u2028{}[],:'), max_size=12)
@@ -36,10 +37,21 @@ messages = st.fixed_dictionaries(
         "content": st.one_of(texts, st.lists(blocks(), min_size=1, max_size=3)),
     }
 )
+# The billing block changes on every call (cch, cc_prev_req) and with an upgrade (cc_version).
+billing = st.builds(
+    lambda version, cch: {
+        "type": "text",
+        "text": f"x-anthropic-billing-header: cc_version=2.1.{version}.a1b; cch={cch};",
+    },
+    st.integers(1, 2),
+    st.text(alphabet="0123456789abcdef", min_size=5, max_size=5),
+)
 requests_fronts = st.fixed_dictionaries(
     {
         "model": st.sampled_from(["claude-a", "claude-b"]),
-        "system": st.lists(blocks(), max_size=2),
+        "system": st.tuples(st.lists(billing, max_size=1), st.lists(blocks(), max_size=2)).map(
+            lambda parts: parts[0] + parts[1]
+        ),
         "tools": st.lists(
             st.fixed_dictionaries({"name": st.sampled_from(["Read", "Bash"]), "d": texts}),
             max_size=2,
@@ -72,6 +84,23 @@ def spell(request: dict, style: int) -> bytes:
     return json.dumps(moved, separators=(" ,", " : ")).encode()
 
 
+LONG = "the first message is long enough for the codec to copy it: " + "x" * 5000
+
+
+class Landed:
+    """Requests cut by the codec as the collector cuts them, held as a reader holds them."""
+
+    def __init__(self) -> None:
+        self.codec = SessionBodies()
+        self.parts = HeldBodies(rebuild_checked=False)
+        self.reader = ShapeReader(self.parts)
+
+    def shape(self, record_id: str, body: bytes) -> object:
+        keys = read_keys("request", record_id, body)
+        self.parts.add(self.codec.take(record_id, "request", record_id + ".json", body, keys))
+        return self.reader.shape(record_id)
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     front=requests_fronts,
@@ -79,64 +108,73 @@ def spell(request: dict, style: int) -> bytes:
     steps=steps,
     style=st.integers(0, 2),
 )
-def test_incremental_shapes_equal_whole_ones(front, first, steps, style) -> None:
-    reader = ShapeReader()
-    reader._whole = lambda body: pytest.fail("a request object with messages was read whole")
-    history = list(first)
+def test_shapes_read_from_records_equal_whole_ones(front, first, steps, style) -> None:
+    landed = Landed()
+    history = [{"role": "user", "content": LONG}, *first]
     chain = [{**front, "messages": list(history)}]
     for kind, value in steps:
         if kind == "grow":
             history = history + value
         elif kind == "rewrite":
             history = (
-                [value, *history[1:]] if len(history) < 2 else [*history[:-2], value, history[-1]]
+                [history[0], value, *history[2:]]
+                if len(history) < 3
+                else [
+                    *history[:-2],
+                    value,
+                    history[-1],
+                ]
             )
         elif kind == "compact":
-            history = list(value)
+            history = [{"role": "user", "content": LONG + "compacted"}, *value]
         else:
             front = value
         chain.append({**front, "messages": list(history)})
-    previous = None
     for n, request in enumerate(chain):
-        body = spell(request, style)
-        fast = reader.shape(f"r{n}", body, previous)
-        assert fast == shape_of(orjson.loads(body), reader.intern)
-        previous = f"r{n}"
+        body = spell(with_cch(request, n), style)
+        fast = landed.shape(f"{n:08d}-0000-4000-8000-000000000000.request", body)
+        assert fast == shape_of(orjson.loads(body), landed.reader.intern)
 
 
-def test_a_grown_request_is_scanned_only_past_what_it_repeats(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    rest: list[int] = []
-    real = shapes.scan_rest
+def with_cch(request: dict, n: int) -> dict:
+    """The request with a billing block of its own call, as each call's is."""
+    system = [
+        {**block, "text": block["text"].replace("cch=", f"cch={n:05d}", 1)}
+        if block["text"].startswith("x-anthropic-billing-header:")
+        else block
+        for block in request["system"]
+    ]
+    return {**request, "system": system}
 
-    def scan_rest(body: bytes, base: object, mark: int, *args: object, **kwargs: object) -> object:
-        rest.append(mark)
-        return real(body, base, mark, *args, **kwargs)
 
-    monkeypatch.setattr(shapes, "scan_rest", scan_rest)
-    reader = ShapeReader()
-    said = [{"role": "user", "content": f"message {n} " + "x" * 2000} for n in range(6)]
+def test_a_grown_request_is_read_only_past_what_it_repeats() -> None:
+    landed = Landed()
+    spans: list[tuple[str, int, int]] = []
+    real = landed.parts.span
+    landed.parts.span = lambda r, a, b: spans.append((r, a, b)) or real(r, a, b)  # type: ignore[method-assign]
+    said = [{"role": "user", "content": f"message {n} " + "x" * 3000} for n in range(6)]
     first = orjson.dumps({"model": "m", "messages": said[:3], "tools": [{"name": "Read"}]})
     second = orjson.dumps({"model": "m", "messages": said, "tools": [{"name": "Read"}]})
-    reader.shape("a", first, None)
-    shape = reader.shape("b", second, "a")
-    assert shape == shape_of(orjson.loads(second), reader.intern)
-    assert rest == [first.index(b'{"role":"user","content":"message 2')]
+    landed.shape("a", first)
+    spans.clear()
+    shape = landed.shape("b", second)
+    assert shape == shape_of(orjson.loads(second), landed.reader.intern)
+    mark = first.index(b'{"role":"user","content":"message 2')
+    assert spans and all(start >= mark for _, start, _ in spans)
+    assert landed.parts.copy_of("b") is not None
 
 
 def test_what_is_not_a_request_object_has_no_shape() -> None:
-    reader = ShapeReader()
-    assert reader.shape("a", b"[1, 2]", None) is None
-    assert reader.shape("b", b'{"messages": [', None) is None
-    base = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "x"}] * 3})
-    assert reader.shape("c", base, None) is not None
-    assert reader.shape("d", base[:-10], "c") is None  # the front repeats, the rest is torn
+    landed = Landed()
+    assert landed.shape("a", b"[1, 2]") is None
+    assert landed.shape("b", b'{"messages": [') is None
+    base = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": LONG}] * 3})
+    assert landed.shape("c", base) is not None
 
 
 def test_a_request_without_a_messages_array_is_read_whole() -> None:
-    reader = ShapeReader()
+    landed = Landed()
     for n, body in enumerate([b'{"model":"m"}', b'{"model":"m","messages":{"a":1}}']):
-        shape = reader.shape(str(n), body, None)
-        assert shape == shape_of(orjson.loads(body), reader.intern)
+        shape = landed.shape(str(n), body)
+        assert shape == shape_of(orjson.loads(body), landed.reader.intern)
         assert shape is not None and len(shape.messages) == 0

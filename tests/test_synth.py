@@ -26,13 +26,18 @@ from asz.synth.context import encode_cwd
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
 BASE58 = r"[1-9A-HJ-NP-Za-km-z]"
 BILLING = re.compile(
-    r"^x-anthropic-billing-header: cc_version=2\.1\.260\.[0-9a-f]{3}; cc_entrypoint=cli; "
+    r"^x-anthropic-billing-header: cc_version=(?P<version>2\.1\.26[02])\.[0-9a-f]{3}; "
+    r"cc_entrypoint=cli; "
     rf"cch=(?P<cch>[0-9a-f]{{5}});(?: cc_prev_req=(?P<prev>req_011C{BASE58}{{20}});)?"
     rf"(?: cc_prompt_id=(?P<prompt>{UUID});)?$"
 )
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 CACHE_1H = {"type": "ephemeral", "ttl": "1h"}
-HOUR_NS = 3600 * 1_000_000_000
+CACHE_5M = {"type": "ephemeral"}
+NS = 1_000_000_000
+EFFORT_KEEPS_CACHE = {"claude-opus-5-5"}
+"""Of the models Claude Code's documentation says keep their cache when the effort changes, the
+one a capture switches to."""
 
 
 @dataclass
@@ -126,18 +131,33 @@ def independent_cause(cap: Loaded, before: dict[str, Any], now: dict[str, Any]) 
     old, new = cap.json(before["id"]), cap.json(now["id"])
     if old["model"] != new["model"]:
         return "model"
-    if old["output_config"] != new["output_config"] or old["thinking"] != new["thinking"]:
-        return "effort"
-    if old["tools"] != new["tools"]:
+    if cap.billing(before["id"])["version"] != cap.billing(now["id"])["version"]:
+        return "upgrade"
+    if loaded(old["tools"]) != loaded(new["tools"]):
         return "tools"
     if stripped(old["system"][1:]) != stripped(new["system"][1:]):
         return "system"
+    if old.get("speed") != new.get("speed"):
+        return "fast_mode"
+    effort = old["output_config"] != new["output_config"] or old["thinking"] != new["thinking"]
+    if effort and new["model"] not in EFFORT_KEEPS_CACHE:
+        return "effort"
     previous, current = normalized(old["messages"]), normalized(new["messages"])
     if current[: len(previous)] != previous:
         return "compaction"
-    if now["mtime_ns"] - response_of(cap, before)["mtime_ns"] > HOUR_NS:
+    lifetime = 3600 if marker_of(old) == CACHE_1H else 300
+    if now["mtime_ns"] - response_of(cap, before)["mtime_ns"] > lifetime * NS:
         return "ttl"
     return "kept"
+
+
+def loaded(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tools whose definitions are part of the prefix: all but the deferred ones."""
+    return [tool for tool in tools if not tool.get("defer_loading")]
+
+
+def marker_of(body: dict[str, Any]) -> dict[str, Any]:
+    return body["messages"][-1]["content"][-1]["cache_control"]
 
 
 def check_consistency(cap: Loaded) -> None:
@@ -220,7 +240,9 @@ def test_only_the_newest_message_carries_the_cache_marker(cap: Loaded) -> None:
         messages = cap.json(request["id"])["messages"]
         newest = messages[-1]["content"]
         assert isinstance(newest, list)
-        assert newest[-1]["cache_control"] == CACHE_1H
+        # Subagents' entries live five minutes, the main conversation's an hour.
+        main = request["stream"] in ("main", None)
+        assert newest[-1]["cache_control"] == (CACHE_1H if main else CACHE_5M)
         marked = [
             (i, j)
             for i, message in enumerate(messages)
@@ -256,7 +278,9 @@ def test_request_keys_come_in_claude_code_order(cap: Loaded) -> None:
         if request["kind"] == "title":
             assert keys == [k for k in REQUEST_KEYS if k in keys]
         else:
-            assert keys == list(REQUEST_KEYS)
+            # ``speed`` is sent in fast mode only.
+            assert keys == [k for k in REQUEST_KEYS if k != "speed" or "speed" in keys]
+            assert cap.json(request["id"]).get("speed", "fast") == "fast"
 
 
 def test_bodies_are_compact_json(cap: Loaded) -> None:
@@ -269,7 +293,7 @@ def test_request_settings_are_those_of_2_1_260(cap: Loaded) -> None:
     for request in cap.of(cap.sessions[0]["id"], role="request", kind="call"):
         body = cap.json(request["id"])
         assert body["thinking"] == {"type": "adaptive", "display": "omitted"}
-        assert body["output_config"]["effort"] in ("high", "medium")
+        assert body["output_config"]["effort"] in ("high", "medium", "low")
         assert body["context_management"] == {
             "edits": [{"type": "clear_thinking_20251015", "keep": "all"}]
         }
@@ -358,7 +382,7 @@ def test_responses_are_whole_messages_with_cache_consistent_usage(cap: Loaded) -
                 assert total == prompt
                 if request["cache_cause"] == "kept":
                     assert usage["cache_read_input_tokens"] > prompt // 2
-                elif request["cache_cause"] in ("first", "model", "tools", "effort", "ttl"):
+                elif request["cache_cause"] not in ("compaction", "system"):
                     assert usage["cache_read_input_tokens"] == 0
 
 
@@ -372,11 +396,12 @@ def test_transcript_lines_follow_claude_code_shapes(cap: Loaded) -> None:
             assert raw.endswith(b"\n")
             lines = cap.lines(relative)
             seen: set[str] = set()
+            versions = []
             for line in lines:
                 if "uuid" not in line:
                     assert line["type"] in ("file-history-snapshot", "ai-title")
                     continue
-                assert line["version"] == "2.1.260"
+                versions.append(line["version"])
                 assert line["sessionId"] == session["id"]
                 assert TIMESTAMP.match(line["timestamp"])
                 if line["parentUuid"] is not None:
@@ -384,6 +409,8 @@ def test_transcript_lines_follow_claude_code_shapes(cap: Loaded) -> None:
                 seen.add(line["uuid"])
                 if line["type"] == "user":
                     assert re.fullmatch(UUID, line["promptId"])
+            # An upgrade happens once; the lines after it name the new version.
+            assert versions == sorted(versions) and set(versions) <= {"2.1.260", "2.1.262"}
 
 
 def test_one_assistant_line_per_block_sharing_message_and_request_ids(cap: Loaded) -> None:
@@ -578,13 +605,30 @@ def _ms(stamp: str) -> int:
 def test_cache_breaks_are_injected_and_recorded(cap: Loaded) -> None:
     for session in cap.sessions:
         breaks = [b for b in cap.doc["cache_breaks"] if b["session"] == session["id"]]
-        causes = sorted(b["cause"] for b in breaks)
-        assert causes == ["effort", "model", "system", "tools", "tools", "ttl"]
+        assert sorted(b["injected"] for b in breaks) == [
+            "effort",
+            "fast_mode",
+            "model",
+            "system",
+            "tools_added",
+            "tools_denied",
+            "tools_loaded",
+            "ttl",
+            "ttl_5m",
+            "upgrade",
+        ]
         details = " ".join(b["detail"] for b in breaks)
-        assert " added" in details and " removed" in details
+        assert " added" in details and " denied" in details and " loaded" in details
         for brk in breaks:
             request = cap.bodies[brk["request"]]
-            assert request["stream"] == "main" and request["cache_cause"] == brk["cause"]
+            assert request["cache_cause"] == brk["cause"] and brk["rewritten_tokens"] > 0
+            assert request["message_id"] == brk["message_id"]
+            assert request["stream"] == brk["stream"]
+            assert (brk["stream"] == "main") == (brk["injected"] != "ttl_5m")
+        kept = [c for c in cap.doc["cache_kept_changes"] if c["session"] == session["id"]]
+        assert [(c["injected"], c["cause"]) for c in kept] == [("effort", "kept")]
+        assert kept[0]["detail"].endswith("on claude-opus-5-5")
+        assert cap.bodies[kept[0]["request"]]["cache_cause"] == "kept"
 
 
 def test_expected_json_lists_every_body_and_matches_the_returned_document(cap: Loaded) -> None:

@@ -26,8 +26,10 @@ REQUEST_KEYS = (
     "thinking",
     "context_management",
     "output_config",
+    "speed",
     "stream",
 )
+"""Claude Code's key order; ``speed`` is sent in fast mode only."""
 BILLING_PREFIX = "x-anthropic-billing-header: "
 
 Message = dict[str, Any]
@@ -43,17 +45,24 @@ def tokens(size: int) -> int:
     return size // 4
 
 
-def version_suffix(first_user_text: str) -> str:
+def version_suffix(first_user_text: str, version: str = CLAUDE_VERSION) -> str:
     """The three hex digits after ``cc_version``: a digest of characters 4, 7 and 20 of the
-    chain's first user message and the version, so it is stable for a chain."""
+    chain's first user message and the version, so it is stable for a chain until an
+    upgrade."""
     picked = "".join(first_user_text[i] for i in (4, 7, 20) if i < len(first_user_text))
-    return hashlib.sha256((picked + CLAUDE_VERSION).encode()).hexdigest()[:3]
+    return hashlib.sha256((picked + version).encode()).hexdigest()[:3]
 
 
-def billing_block(suffix: str, cch: str, prev_req: str | None, prompt_id: str | None) -> Block:
+def billing_block(
+    suffix: str,
+    cch: str,
+    prev_req: str | None,
+    prompt_id: str | None,
+    version: str = CLAUDE_VERSION,
+) -> Block:
     """``system[0]``: no cache marker, and the optional segments only when they have a value
     (a chain's first call names no previous request; a compaction names no prompt)."""
-    segments = [f"cc_version={CLAUDE_VERSION}.{suffix}", "cc_entrypoint=cli", f"cch={cch}"]
+    segments = [f"cc_version={version}.{suffix}", "cc_entrypoint=cli", f"cch={cch}"]
     if prev_req:
         segments.append(f"cc_prev_req={prev_req}")
     if prompt_id:
@@ -73,8 +82,8 @@ def is_single_text(blocks: list[Block]) -> bool:
     )
 
 
-def render_messages(messages: list[Message]) -> list[Message]:
-    """Spells a stored message list for one request: marker on the newest message's last
+def render_messages(messages: list[Message], marker: Block = CACHE_1H) -> list[Message]:
+    """Spells a stored message list for one request: ``marker`` on the newest message's last
     block, plain strings for older single-text messages, every other block as stored."""
     out: list[Message] = []
     newest = len(messages) - 1
@@ -82,7 +91,7 @@ def render_messages(messages: list[Message]) -> list[Message]:
         blocks: list[Block] = message["content"]
         content: str | list[Block]
         if index == newest and blocks:
-            content = [*blocks[:-1], {**blocks[-1], "cache_control": dict(CACHE_1H)}]
+            content = [*blocks[:-1], {**blocks[-1], "cache_control": dict(marker)}]
         elif is_single_text(blocks):
             content = blocks[0]["text"]
         else:
@@ -100,10 +109,13 @@ def request(
     user: str,
     thinking: dict[str, Any],
     effort: str,
+    marker: Block = CACHE_1H,
+    speed: str | None = None,
 ) -> dict[str, Any]:
+    """A request body; ``speed`` only in fast mode, as the API takes it."""
     return {
         "model": model,
-        "messages": render_messages(messages),
+        "messages": render_messages(messages, marker),
         "system": system,
         "tools": tools,
         "metadata": {"user_id": user},
@@ -111,24 +123,43 @@ def request(
         "thinking": thinking,
         "context_management": CONTEXT_MANAGEMENT,
         "output_config": {"effort": effort},
+        **({"speed": speed} if speed is not None else {}),
         "stream": True,
     }
 
 
-def usage(*, prompt_tokens: int, cached: int, output_tokens: int, uncached: int) -> dict[str, Any]:
+def usage(
+    *,
+    prompt_tokens: int,
+    cached: int,
+    output_tokens: int,
+    uncached: int,
+    marker: Block = CACHE_1H,
+) -> dict[str, Any]:
     """Usage as the API reports it for a prompt of ``prompt_tokens`` of which ``cached`` were
-    read from the cache and ``uncached`` came after the last marker; the rest was written."""
+    read from the cache and ``uncached`` came after the last marker; the rest was written,
+    for the lifetime ``marker`` asks."""
     cached = max(min(cached, prompt_tokens - uncached), 0)
     written = max(prompt_tokens - cached - uncached, 0)
+    hour = written if marker.get("ttl") == "1h" else 0
     return {
         "input_tokens": uncached,
         "cache_creation_input_tokens": written,
         "cache_read_input_tokens": cached,
-        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": written},
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": written - hour,
+            "ephemeral_1h_input_tokens": hour,
+        },
         "output_tokens": output_tokens,
         "service_tier": "standard",
         "inference_geo": "global",
     }
+
+
+def left_cached(usage: dict[str, Any]) -> int:
+    """What a call left in the cache, what it read plus what it wrote: all the next call of
+    its chain reads when nothing broke (the usage invariant)."""
+    return int(usage["cache_read_input_tokens"]) + int(usage["cache_creation_input_tokens"])
 
 
 def response(

@@ -16,7 +16,11 @@ import orjson
 
 IDENTITY = "You are Claude Code, Anthropic's official CLI for Claude."
 MAIN_MODEL = "claude-opus-4-6"
-SWITCH_MODEL = "claude-sonnet-4-6"
+SWITCH_MODEL = "claude-opus-5-5"
+EFFORT_KEEPS_CACHE = frozenset({SWITCH_MODEL})
+"""The models of a capture on which a change of effort keeps the cache: the model switched to
+is one of those Claude Code's documentation names (Opus 5.5), so that a capture holds an
+effort change that breaks nothing as well as one that breaks the cache."""
 AGENT_MODEL = "claude-sonnet-4-6"
 TITLE_MODEL = "claude-haiku-4-5-20251001"
 MAX_TOKENS = 64000
@@ -24,6 +28,8 @@ TITLE_MAX_TOKENS = 512
 CONTEXT_TOKENS = 200_000
 SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
 CACHE_1H: dict[str, str] = {"type": "ephemeral", "ttl": "1h"}
+CACHE_5M: dict[str, str] = {"type": "ephemeral"}
+"""The marker of what lives five minutes: subagents' messages."""
 CACHE_1H_GLOBAL: dict[str, str] = {"type": "ephemeral", "ttl": "1h", "scope": "global"}
 THINKING: dict[str, str] = {"type": "adaptive", "display": "omitted"}
 CONTEXT_MANAGEMENT: dict[str, Any] = {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}
@@ -69,7 +75,8 @@ class Tool:
         schema = self.schema
         if not self.name.startswith("mcp__"):
             schema = {"$schema": SCHEMA_DRAFT, **schema}
-        return {"name": self.name, "description": self.description, "input_schema": schema}
+        out = {"name": self.name, "description": self.description, "input_schema": schema}
+        return {**out, "defer_loading": True} if "deferred" in self.sets else out
 
 
 @cache
@@ -138,7 +145,8 @@ def builtin_tools() -> tuple[Tool, ...]:
 
 
 def tool_set(name: str) -> list[dict[str, Any]]:
-    """The tools of one list ("main", "agent" or "late") as request JSON."""
+    """The tools of one list ("main", "agent" or "late") as request JSON; a deferred tool
+    carries ``defer_loading``."""
     return [tool.to_json() for tool in builtin_tools() if name in tool.sets]
 
 

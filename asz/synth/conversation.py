@@ -9,13 +9,21 @@ import random
 from typing import Any
 
 from asz.synth import bodies, context, dialogue, sidecalls, subagent
-from asz.synth.catalog import IDENTITY, MAIN_MODEL, OUTPUT_STYLE, SWITCH_MODEL, late_tool
+from asz.synth.catalog import (
+    EFFORT_KEEPS_CACHE,
+    IDENTITY,
+    MAIN_MODEL,
+    OUTPUT_STYLE,
+    SWITCH_MODEL,
+    late_tool,
+)
 from asz.synth.chain import Chain
 from asz.synth.ids import Ids
+from asz.synth.options import CLAUDE_VERSION, UPGRADED_VERSION
 from asz.synth.outputs import MAIN_WEIGHTS, Action, Workbench
 from asz.synth.plan import SessionPlan
 from asz.synth.project import Noun, Project
-from asz.synth.records import Call, Session, Stream
+from asz.synth.records import Call, Change, Session, Stream
 from asz.synth.shared import Setup, land
 from asz.synth.transcripts import Transcript
 from asz.synth.writer import PROJECTS_DIR, Body
@@ -28,6 +36,7 @@ SLUGS = (
     ("falcon", "otter", "heron", "badger", "lynx", "wren", "marten", "ibis"),
 )
 KEPT_CAUSES = ("first", "kept", "compaction")
+NEXT_EFFORT = {"high": "medium", "medium": "low", "low": "high"}
 
 
 class SessionSimulation:
@@ -51,6 +60,7 @@ class SessionSimulation:
         self.record.streams.append(Stream("main", "main"))
         self.transcripts: list[Transcript] = []
         self.user = bodies.user_id(setup.device_id, setup.account_uuid, self.session_id)
+        self.version = CLAUDE_VERSION
         self.main = Chain(
             "main",
             model=MAIN_MODEL,
@@ -75,6 +85,7 @@ class SessionSimulation:
             branch=self.project.branch,
             slug=self.slug,
             agent_id=agent_id,
+            version=self.version,
         )
         self.transcripts.append(transcript)
         return transcript
@@ -102,7 +113,7 @@ class SessionSimulation:
     def _prompt(self, turn: int, noun: Noun) -> None:
         """A typed prompt: the user pauses (past the cache TTL when the plan says so), the
         transcript records the prompt, and the chain gets it with its notes."""
-        away = self.plan.breaks.get((turn, 0)) == "ttl"
+        away = self.plan.changes.get((turn, 0)) == "ttl"
         ns = self.clock.tick(*(TTL_PAUSE_MS if away else (20_000.0, 180_000.0)))
         self.prompt_id = self.ids.uuid()
         typed = dialogue.prompt(self.rng, self.project, noun)
@@ -123,7 +134,7 @@ class SessionSimulation:
         self.main.add_text("system", note)
 
     def _main_call(self, turn: int, step: int, noun: Noun) -> None:
-        cause, detail = self._cause(turn, step)
+        cause, change = self._cause(turn, step)
         agent = self.plan.agent_at(turn, step)
         action: Action | None = None
         if step == self.plan.steps - 1:
@@ -140,7 +151,7 @@ class SessionSimulation:
             self.transcript,
             blocks,
             cause=cause,
-            detail=detail,
+            change=change,
             uuid_named=closing and self.plan.uuid_main,
             source="repl_main_thread",
         )
@@ -153,47 +164,76 @@ class SessionSimulation:
         note = self.rng.random() < 0.5
         self.tool_result(self.main, self.transcript, blocks[-1]["id"], action, note=note)
 
-    def _cause(self, turn: int, step: int) -> tuple[str, str | None]:
-        """Why the cache keeps or loses its prefix at this call, applying the plan's break."""
+    def _cause(self, turn: int, step: int) -> tuple[str, Change | None]:
+        """Why the cache keeps or loses its prefix at this call, applying the plan's change."""
         if not self.record.calls:
             return "first", None
         if self.compacted:
             self.compacted = False
             return "compaction", None
-        planned = self.plan.breaks.get((turn, step))
+        planned = self.plan.changes.get((turn, step))
         if planned is None:
             return "kept", None
-        detail = self._inject(planned, turn_start=step == 0)
-        return ("tools" if planned.startswith("tools") else planned), detail
+        if planned == "ttl":
+            if step != 0:  # a pause at a turn start happened before the user typed
+                self.clock.tick(*TTL_PAUSE_MS)
+            detail = "more than an hour since the previous call; the 1h cache entries expired"
+            return "ttl", Change("ttl", detail)
+        made = self._inject(planned)
+        if made is None:
+            return "kept", None
+        cause, detail = made
+        return cause, Change(planned, detail)
 
-    def _inject(self, cause: str, *, turn_start: bool) -> str:
-        """Makes the change a cache break needs. A pause at a turn start already happened
-        before the user typed; elsewhere the harness waited (for a permission, say)."""
+    def _inject(self, planned: str) -> tuple[str, str] | None:
+        """Makes the change the plan names: the cause it is, and what was done; None when the
+        session offers nothing to change (no deferred tool to load)."""
         chain = self.main
-        if cause == "model":
+        if planned == "model":
             old, chain.model = chain.model, SWITCH_MODEL
-            return f"model {old} -> {chain.model}"
-        if cause == "effort":
-            chain.effort = "medium"
-            return "output_config.effort high -> medium"
-        if cause == "system":
+            return "model", f"model {old} -> {chain.model}"
+        if planned == "effort":
+            old, chain.effort = chain.effort, NEXT_EFFORT[chain.effort]
+            said = f"output_config.effort {old} -> {chain.effort} on {chain.model}"
+            return ("kept", said) if chain.model in EFFORT_KEEPS_CACHE else ("effort", said)
+        if planned == "system":
             prompt = chain.system[1]
             chain.system = [chain.system[0], {**prompt, "text": prompt["text"] + OUTPUT_STYLE}]
-            return "system prompt: output style switched to Explanatory"
-        if cause == "tools_added":
+            return "system", "system prompt: output style switched to Explanatory"
+        if planned == "upgrade":
+            old, self.version = self.version, UPGRADED_VERSION
+            chain.version = self.transcript.version = self.version
+            return "upgrade", f"Claude Code {old} -> {self.version}"
+        if planned == "fast_mode":
+            chain.speed = "fast"
+            return "fast_mode", 'fast mode turned on: speed "fast"'
+        return self._change_tools(planned)
+
+    def _change_tools(self, planned: str) -> tuple[str, str] | None:
+        """``tools_added``: a non-deferred MCP tool added; ``tools_loaded``: a deferred tool
+        loaded (its definition joins the prefix); ``tools_denied``: a tool denied (its
+        definition leaves the list)."""
+        chain = self.main
+        if planned == "tools_added":
             added = late_tool(self.setup.late_tools, chain.tools)
             chain.tools = [*chain.tools, added]
-            return f"tool {added['name']} added"
-        if cause == "tools_removed":
-            used = {name for name, _ in MAIN_WEIGHTS}
-            names = [str(t.get("name")) for t in chain.tools]
-            optional = [n for n in names if n.startswith("mcp__") and n not in used]
-            gone = self.rng.choice(optional or names)
-            chain.tools = [t for t in chain.tools if t.get("name") != gone]
-            return f"tool {gone} removed"
-        if not turn_start:
-            self.clock.tick(*TTL_PAUSE_MS)
-        return "more than an hour since the previous call; the 1h cache entries expired"
+            return "tools", f"tool {added['name']} added"
+        deferred = [t for t in chain.tools if t.get("defer_loading") is True]
+        if planned == "tools_loaded":
+            if not deferred:
+                return None
+            name = self.rng.choice(deferred)["name"]
+            chain.tools = [
+                {k: v for k, v in t.items() if k != "defer_loading"} if t["name"] == name else t
+                for t in chain.tools
+            ]
+            return "tools", f"deferred tool {name} loaded"
+        used = {name for name, _ in MAIN_WEIGHTS}
+        names = [str(t.get("name")) for t in chain.tools if t not in deferred]
+        optional = [n for n in names if n.startswith("mcp__") and n not in used]
+        gone = self.rng.choice(optional or names)
+        chain.tools = [t for t in chain.tools if t.get("name") != gone]
+        return "tools", f"tool {gone} denied: removed from the list"
 
     # -- helpers shared with subagents and side calls -------------------------------------
 
@@ -214,10 +254,11 @@ class SessionSimulation:
         return blocks
 
     def _cached_tokens(self, chain: Chain, cause: str) -> int:
-        """What the cache serves: the previous request when only history grew, the tools and
-        system after a compaction, the part before the system prompt when only it changed."""
+        """What the cache serves: all the previous call left there when only history grew,
+        the tools and system after a compaction, the part before the system prompt when only
+        it changed, nothing after any other change."""
         if cause == "kept":
-            return bodies.tokens(chain.prev_size)
+            return chain.cached_after or 0
         if cause == "compaction":
             return bodies.tokens(len(bodies.dumps(chain.tools)) + len(bodies.dumps(chain.system)))
         if cause == "system":
@@ -233,7 +274,7 @@ class SessionSimulation:
         cause: str,
         uuid_named: bool,
         source: str,
-        detail: str | None = None,
+        change: Change | None = None,
     ) -> Call:
         """One model call: request body, one transcript line per block, response body."""
         request_ns = self.clock.tick(40, 400)
@@ -241,15 +282,6 @@ class SessionSimulation:
         request = self.body("request", data, request_ns, "call", chain.stream)
         request.names_request, request.prompt_id = chain.prev_request_id, self.prompt_id
         request.cache_cause = cause
-        if cause not in KEPT_CAUSES:
-            self.record.breaks.append(
-                {
-                    "request": request.name,
-                    "cause": cause,
-                    "detail": detail,
-                    "session": self.session_id,
-                }
-            )
         message_id = self.ids.message_id()
         request_id = None if uuid_named else self.ids.request_id()
         final = bodies.redact(blocks)
@@ -259,7 +291,9 @@ class SessionSimulation:
             cached=self._cached_tokens(chain, cause),
             output_tokens=output,
             uncached=self.rng.randint(1, 6),
+            marker=chain.marker,
         )
+        self._record(chain, request, message_id=message_id, cause=cause, change=change, usage=usage)
         running = 0
         for block in blocks:
             running = min(running + self.rng.randint(1, 9), output)
@@ -300,9 +334,40 @@ class SessionSimulation:
         chain.add("assistant", final)
         chain.prev_request_id = request_id
         chain.prev_size = len(data)
+        chain.cached_after = bodies.left_cached(usage)
         call = Call(chain.stream, self.prompt_id, request, response)
         self.record.calls.append(call)
         return call
+
+    def _record(
+        self,
+        chain: Chain,
+        request: Body,
+        *,
+        message_id: str,
+        cause: str,
+        change: Change | None,
+        usage: dict[str, Any],
+    ) -> None:
+        """The ground truth of a call the plan changed: a break with what it re-wrote (what
+        the previous call left in the cache less what this one read), or a change that kept
+        the cache. Every break is a change the simulation made."""
+        if change is None:
+            return
+        entry = {
+            "session": self.session_id,
+            "stream": chain.stream,
+            "request": request.name,
+            "message_id": message_id,
+            "cause": cause,
+            "injected": change.injected,
+            "detail": change.detail,
+        }
+        if cause in KEPT_CAUSES:
+            self.record.kept_changes.append(entry)
+        else:
+            rewritten = (chain.cached_after or 0) - usage["cache_read_input_tokens"]
+            self.record.breaks.append({**entry, "rewritten_tokens": rewritten})
 
     def body(
         self,

@@ -140,6 +140,7 @@ def build(options: SynthOptions, sessions: list[Session], capture: Capture) -> d
         "sessions": [_session(session) for session in sessions],
         "bodies": listed,
         "cache_breaks": [brk for session in sessions for brk in session.breaks],
+        "cache_kept_changes": [kept for session in sessions for kept in session.kept_changes],
         "totals": {
             "requests": len(listed) - len(responses),
             "responses": len(responses),

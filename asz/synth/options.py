@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 CLAUDE_VERSION = "2.1.260"
+UPGRADED_VERSION = "2.1.262"
+"""The version a session's Claude Code is upgraded to when the plan injects an upgrade."""
 
 
 @dataclass(frozen=True)

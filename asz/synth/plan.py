@@ -1,19 +1,24 @@
-"""Where the special events of a session go: subagents, compactions, cache breaks and
-responses written under a UUID name. Decided up front so that the simulation only follows it.
+"""Where the special events of a session go: subagents, compactions, the changes that break
+the prompt cache (or, for an effort change on a model that keeps it, do not) and responses
+written under a UUID name. Decided up front so that the simulation only follows it.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from asz.synth.options import SynthOptions
 
 Position = tuple[int, int]
 """(turn, step): turns count from 1, steps are the main calls of a turn from 0."""
 
-TURN_START_CAUSES = ("ttl", "model", "effort", "system")
-ANYWHERE_CAUSES = ("tools_added", "tools_removed")
+TURN_START_CAUSES = ("ttl", "model", "effort", "effort", "system", "upgrade", "fast_mode")
+"""Changes a user makes between turns, placed at a turn start when one is free."""
+ANYWHERE_CAUSES = ("tools_added", "tools_denied", "tools_loaded")
+AROUND_THE_SWITCH = ("effort", "model", "effort")
+"""The order of the effort changes and the model switch: one effort change on the first model
+(a miss), one on the model switched to (which keeps its cache)."""
 
 
 @dataclass(frozen=True)
@@ -21,6 +26,8 @@ class AgentRun:
     turn: int
     step: int
     calls: int
+    pause_at: int | None = None
+    """The call before which the subagent waits past its 5-minute cache lifetime."""
 
 
 @dataclass
@@ -29,7 +36,8 @@ class SessionPlan:
     steps: int
     agents: list[AgentRun] = field(default_factory=list)
     compaction_turns: list[int] = field(default_factory=list)
-    breaks: dict[Position, str] = field(default_factory=dict)
+    changes: dict[Position, str] = field(default_factory=dict)
+    """The change the simulation makes before the main call at each position, by name."""
     uuid_main: bool = False
     uuid_agents: set[int] = field(default_factory=set)
 
@@ -88,7 +96,13 @@ def make_plan(options: SynthOptions, rng: random.Random) -> SessionPlan:
             first, second = (starts, others) if cause in TURN_START_CAUSES else (others, starts)
             pool = first or second
             if pool:
-                plan.breaks[pool.pop()] = cause
+                plan.changes[pool.pop()] = cause
+        around = sorted(at for at, cause in plan.changes.items() if cause in AROUND_THE_SWITCH)
+        if len(around) == len(AROUND_THE_SWITCH):
+            plan.changes.update(zip(around, AROUND_THE_SWITCH, strict=True))
+        if plan.agents:  # halfway through the first subagent's calls, so no rng is drawn
+            run = plan.agents[0]
+            plan.agents[0] = replace(run, pause_at=run.calls // 2)
 
     candidates: list[int | None] = list(range(len(plan.agents)))
     if turns > 1:

@@ -19,6 +19,15 @@ class Call:
     response: Body
 
 
+@dataclass(frozen=True)
+class Change:
+    """What the simulation changed before a call, as the ground truth records it: the plan's
+    name for it (``tools_loaded``, ``ttl_5m``, ...) and what was done."""
+
+    injected: str
+    detail: str
+
+
 @dataclass
 class Stream:
     """A transcript stream: ``main``, a subagent, or the compaction agent."""
@@ -51,4 +60,6 @@ class Session:
     calls: list[Call] = field(default_factory=list)
     compactions: list[dict[str, Any]] = field(default_factory=list)
     breaks: list[dict[str, Any]] = field(default_factory=list)
+    kept_changes: list[dict[str, Any]] = field(default_factory=list)
+    """Changes that keep the cache (an effort change on a model that keeps it)."""
     transcript_message_ids: set[str] = field(default_factory=set)

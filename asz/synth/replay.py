@@ -281,7 +281,7 @@ class SessionReplay:
         system = system_blocks(agent_prompt(self.project) if agent else main_prompt(self.project))
         tools = setup.agent_tools if agent else setup.main_tools
         source = f"agent:{name}" if agent else "repl_main_thread"
-        prev_request: str | None = None
+        prev_request, cached = None, None
         known = [c.first_ns for c in order if c.first_ns is not None]
         floor = (min(known) if known else setup.clock.ns) - 1000 * _NS_PER_MS
         for call in order:
@@ -290,7 +290,7 @@ class SessionReplay:
                 request = self._request(
                     name, call, prev_request=prev_request, system=system, tools=tools, floor=floor
                 )
-                response = self._response(name, call, request)
+                response = self._response(name, call, request, cached)
                 land(
                     setup,
                     request,
@@ -301,7 +301,7 @@ class SessionReplay:
                 )
                 self.record.calls.append(Call(name, call.transcript_prompt, request, response))
                 floor = response.mtime_ns
-            prev_request = call.request_id
+            prev_request, cached = call.request_id, self.replay.cached_after.get(call.message_id)
 
     def _request(
         self,
@@ -342,9 +342,9 @@ class SessionReplay:
             cache_cause=call.cause,
         )
 
-    def _response(self, name: str, call: PendingCall, request: Body) -> Body:
-        """The assembled message; named by its request id unless the transcript has none or
-        another call already used it."""
+    def _response(self, name: str, call: PendingCall, request: Body, cached: int | None) -> Body:
+        """The assembled message, named by its request id unless the transcript has none or
+        another call used it; a kept call reads all its stream's previous call left cached."""
         stem = call.request_id
         if stem is None or self.replay.capture.has_body(f"{stem}.response"):
             stem = self.ids.uuid()
@@ -352,10 +352,11 @@ class SessionReplay:
         prompt_tokens = bodies.tokens(len(request.data))
         usage = bodies.usage(
             prompt_tokens=prompt_tokens,
-            cached=prompt_tokens - 500 if call.cause == "kept" else 0,
+            cached=(cached or 0) if call.cause == "kept" else 0,
             output_tokens=bodies.tokens(len(bodies.dumps(call.blocks))) + 10,
             uncached=3,
         )
+        self.replay.cached_after[call.message_id] = bodies.left_cached(usage)
         message = bodies.response(
             message_id=call.message_id,
             model=call.model,
@@ -423,6 +424,7 @@ class Replay:
         self.capture = setup.capture
         self.ids = Ids(rng)
         self.emitted: set[str] = set()
+        self.cached_after: dict[str, int] = {}  # message id -> what its call left cached
 
     def run(self) -> list[Session]:
         files = sorted(

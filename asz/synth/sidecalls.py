@@ -35,16 +35,7 @@ def compact(sim: SessionSimulation) -> None:
     instruction = {"type": "text", "text": text("compact_prompt.md")}
     messages = [*sent[:-1], {"role": "user", "content": [*sent[-1]["content"], instruction]}]
     named = _previous_main_names(sim)
-    billing = bodies.billing_block(main.suffix, sim.ids.hex(5), named, None)
-    body = bodies.request(
-        model=main.model,
-        messages=messages,
-        system=[billing, *main.system],
-        tools=main.tools,
-        user=sim.user,
-        thinking=main.thinking,
-        effort=main.effort,
-    )
+    body = main.request(messages, [main.billing(sim.ids.hex(5), named, None), *main.system])
     request = sim.body("request", bodies.dumps(body), sim.clock.tick(200, 900), "compaction", None)
     request.names_request = named
     agent_id = sim.ids.compact_agent_id()
@@ -126,8 +117,13 @@ def title(sim: SessionSimulation, noun: Noun) -> None:
         if block.get("type") == "text"
     )
     prompt = fill(TITLE_PROMPT, prompt=sim.prompts[0], answer=answer[:300])
+    version = sim.main.version
     billing = bodies.billing_block(
-        bodies.version_suffix(prompt), sim.ids.hex(5), sim.main.prev_request_id, sim.prompt_id
+        bodies.version_suffix(prompt, version),
+        sim.ids.hex(5),
+        sim.main.prev_request_id,
+        sim.prompt_id,
+        version,
     )
     body = {
         "model": TITLE_MODEL,

@@ -8,16 +8,19 @@ from typing import TYPE_CHECKING
 import orjson
 
 from asz.synth import context, dialogue
-from asz.synth.catalog import AGENT_MODEL
+from asz.synth.catalog import AGENT_MODEL, CACHE_5M
 from asz.synth.chain import Chain
 from asz.synth.outputs import AGENT_WEIGHTS, Action
 from asz.synth.project import Noun, Project
-from asz.synth.records import Call, Stream
+from asz.synth.records import Call, Change, Stream
 
 if TYPE_CHECKING:
     from asz.synth.conversation import SessionSimulation
 
 AGENT_TYPE = "Explore"
+PAUSE_MS = (6 * 60_000.0, 20 * 60_000.0)
+"""A wait inside a subagent (a permission prompt nobody answered at once): past the five
+minutes its cache entries live, within the hour the parent's do."""
 
 
 def spawn_action(project: Project, noun: Noun) -> Action:
@@ -56,12 +59,15 @@ def run(
         tools=sim.setup.agent_tools,
         prompt=context.agent_prompt(sim.project),
         user=sim.user,
+        version=sim.version,
+        marker=CACHE_5M,
     )
     task = spawn.input["prompt"]
     transcript.user(sim.ids.uuid(), task, sim.prompt_id, sim.clock.tick(2, 20), root=True)
     reminders = context.agent_reminders(sim.project, sim.today)
     chain.add("user", [*reminders, {"type": "text", "text": task}])
     length = sim.plan.agents[index].calls
+    pause_at = sim.plan.agents[index].pause_at
     calls = []
     report = ""
     for step in range(length):
@@ -72,12 +78,18 @@ def run(
         else:
             action = sim.bench.action(sim.bench.pick(AGENT_WEIGHTS), noun, brief=True)
             blocks = sim.tool_blocks(action)
+        cause, change = ("first" if step == 0 else "kept"), None
+        if step == pause_at:
+            sim.clock.tick(*PAUSE_MS)
+            waited = "a wait of over 5 minutes in the subagent; its 5m cache entries expired"
+            cause, change = "ttl", Change("ttl_5m", waited)
         calls.append(
             sim.call(
                 chain,
                 transcript,
                 blocks,
-                cause="first" if step == 0 else "kept",
+                cause=cause,
+                change=change,
                 uuid_named=action is None and index in sim.plan.uuid_agents,
                 source=f"agent:{AGENT_TYPE}",
             )

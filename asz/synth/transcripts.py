@@ -28,8 +28,11 @@ class Transcript:
         branch: str,
         slug: str,
         agent_id: str | None = None,
+        version: str = CLAUDE_VERSION,
     ) -> None:
         self.capture = capture
+        self.version = version
+        """The Claude Code version the lines name; an upgrade changes it."""
         self.path = path
         self.session_id = session_id
         self.cwd = cwd
@@ -47,7 +50,7 @@ class Transcript:
             "entrypoint": "cli",
             "cwd": self.cwd,
             "sessionId": self.session_id,
-            "version": CLAUDE_VERSION,
+            "version": self.version,
             "gitBranch": self.branch,
         }
         if self.agent_id is not None:

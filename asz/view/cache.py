@@ -15,19 +15,12 @@ from typing import Any
 
 from asz.store import BodyManifest, Session
 from asz.view.calls import Call
-from asz.view.causes import (
-    FIRST,
-    UNKNOWN,
-    UNREADABLE,
-    Between,
-    compacted_between,
-    compare,
-    seconds_between,
-)
+from asz.view.causes import agrees_with_provider
+from asz.view.comparisons import compare_requests
 from asz.view.document import ParsedBodies, problems_of
 from asz.view.joins import JoinedSession, join_session
 from asz.view.prices import DIGITS, PriceTable, cost_usd, price_table, waste_usd
-from asz.view.shapes import Shape, ShapeReader
+from asz.view.spend import by_family
 from asz.view.usage import Expectation, Usage, expectations
 
 
@@ -37,63 +30,13 @@ class _Report:
     def __init__(self, session: Session) -> None:
         self.joined = join_session(session)
         self.lazy = ParsedBodies(session)
-        self._reader = ShapeReader()
-        self._shapes: dict[str, Shape | None] = {}
-        responses: dict[str, list[str]] = {}
-        for body in self.joined.bodies.values():
-            request_id = body.keys.request_id
-            if body.role == "response" and request_id:
-                responses.setdefault(request_id, []).append(body.record_id)
-        self._response_of_request = {k: v[0] for k, v in responses.items() if len(v) == 1}
-
-    def shape(self, record_id: str, base_id: str | None = None) -> Shape | None:
-        """The shape of a request, read from where it stops repeating ``base_id``'s."""
-        if record_id not in self._shapes:
-            body = self.lazy.body(record_id)
-            found = self._reader.shape(record_id, body, base_id) if body is not None else None
-            if body is not None and found is None:
-                self.lazy.problems.append(f"{record_id}: the body is not a JSON object")
-            self._shapes[record_id] = found
-        return self._shapes[record_id]
-
-    def previous(self, named: str) -> str | None:
-        """The request joined to the call whose response carries request id ``named``."""
-        joins = self.joined.joins
-        response = self._response_of_request.get(named)
-        message_id = joins.call_of.get(response) if response else None
-        return joins.request_of.get(message_id) if message_id else None
-
-    def comparison(self, request: BodyManifest, call: Call | None) -> dict[str, Any]:
-        """``previous``, ``cause``, ``detail`` and ``also`` of a landed request."""
-        joins = self.joined.joins
-        calls = self.joined.transcript.calls
-        named = request.keys.prev_request
-        previous_id = self.previous(named) if named else None
-        previous = self.shape(previous_id) if previous_id else None
-        current = self.shape(request.record_id, previous_id)
-        also: list[str] = []
-        if current is None:
-            cause, detail = UNREADABLE, "the request does not rebuild or is not a JSON object"
-        elif not named:
-            cause, detail = FIRST, "names no previous request"
-        elif previous_id is None or previous is None:
-            cause, detail = UNKNOWN, f"no readable request is joined to the call of {named}"
-        else:
-            before = calls[joins.call_of[previous_id]]
-            between = Between(
-                gap_seconds=seconds_between(before.last_time, call.time) if call else None,
-                compacted=call is not None
-                and compacted_between(self.joined.transcript, before, call),
-            )
-            found = compare(previous, current, between)
-            (cause, detail), also = found[0], [item[0] for item in found[1:]]
-        return {"previous": previous_id, "cause": cause, "detail": detail, "also": also}
+        self.compared = compare_requests(self.joined, self.lazy.problems)
 
     def usage(self, call: Call) -> tuple[dict[str, Any] | None, Any]:
         """The call's ``usage``: the joined response's, else the transcript's; and the
         response's own ``cache_miss_reason``."""
         response_id = self.joined.joins.response_of.get(call.message_id)
-        facts = self.lazy.response_facts(response_id) if response_id else None
+        facts = self.compared.responses.get(response_id) if response_id else None
         usage = (facts or {}).get("usage")
         return (usage if usage is not None else call.usage), (facts or {}).get("cache_miss_reason")
 
@@ -110,12 +53,15 @@ class _Report:
         for call in calls:
             request_id = joins.request_of.get(call.message_id)
             request = self.joined.bodies[request_id] if request_id else None
+            comparison = self.compared.comparisons.get(request_id) if request_id else None
             usage, reported = found[call.message_id]
             rows.append(
                 _row(
                     request,
                     call,
-                    comparison=self.comparison(request, call) if request else None,
+                    comparison=self.compared.comparisons.get(request.record_id)
+                    if request
+                    else None,
                     usage=usage,
                     reported=reported,
                     expectation=expected.get(call.message_id, Expectation()),
@@ -124,7 +70,7 @@ class _Report:
             )
         for body in self.joined.bodies.values():
             if body.role == "request" and body.record_id not in joins.call_of:
-                comparison = self.comparison(body, None)
+                comparison = self.compared.comparisons.get(body.record_id)
                 rows.append(
                     _row(
                         body, None, comparison=comparison, expectation=Expectation(), prices=prices
@@ -160,6 +106,7 @@ def _row(
         "cost_usd": cost_usd(counts, price),
         "waste_usd": waste_usd(expectation.rewritten_tokens, counts, price),
         "model": call.model if call else None,
+        "usage": counts,
     }
 
 
@@ -171,8 +118,9 @@ def cache_report(session: Session, prices: PriceTable | None = None) -> dict[str
     rows = report.rows(prices or price_table())
     problems = problems_of(report.joined, report.lazy)
     totals = _totals(rows)
+    totals["by_family"] = by_family(rows)
     for row in rows:
-        del row["model"]
+        del row["model"], row["usage"]
     return {
         "session": session.id,
         "rows": rows,
@@ -234,6 +182,11 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         for row in rows
         if row["cost_usd"] is None and row["input_tokens"] is not None
     }
+    reported = [
+        agrees_with_provider(row["cause"], row["reported_miss_reason"])
+        for row in rows
+        if row["reported_miss_reason"] is not None
+    ]
     return {
         "requests": sum(row["request_id"] is not None for row in rows),
         "with_usage": sum(row["input_tokens"] is not None for row in rows),
@@ -245,4 +198,6 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "cost_usd": round(sum(costs), DIGITS) if costs else None,
         "waste_usd": round(sum(wastes), DIGITS) if wastes else None,
         "unpriced_models": sorted(unpriced),
+        "reported": len(reported),
+        "agreed": sum(reported),
     }

@@ -55,14 +55,18 @@ class ParsedBodies:
     def response_facts(self, record_id: str) -> dict[str, Any] | None:
         """``usage``, ``stop_reason`` and ``cache_miss_reason`` of a response body."""
         value = self.parsed(record_id)
-        if value is None:
-            return None
-        usage = value.get("usage") if isinstance(value.get("usage"), dict) else None
-        diagnostics = value.get("diagnostics")
-        miss = (usage or {}).get("cache_miss_reason")
-        if miss is None and isinstance(diagnostics, dict):
-            miss = diagnostics.get("cache_miss_reason")
-        return {"usage": usage, "stop_reason": value.get("stop_reason"), "cache_miss_reason": miss}
+        return None if value is None else facts_of_response(value)
+
+
+def facts_of_response(value: dict[str, Any]) -> dict[str, Any]:
+    """``usage``, ``stop_reason`` and the provider's own ``cache_miss_reason`` of a parsed
+    response, which may give it in ``usage`` or in ``diagnostics``."""
+    usage = value.get("usage") if isinstance(value.get("usage"), dict) else None
+    diagnostics = value.get("diagnostics")
+    miss = (usage or {}).get("cache_miss_reason")
+    if miss is None and isinstance(diagnostics, dict):
+        miss = diagnostics.get("cache_miss_reason")
+    return {"usage": usage, "stop_reason": value.get("stop_reason"), "cache_miss_reason": miss}
 
 
 def problems_of(joined: JoinedSession, bodies: ParsedBodies) -> list[str]:
