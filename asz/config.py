@@ -59,6 +59,8 @@ class ServiceConfig:
     settle_seconds: float = 1.0
     rescan_interval: float = 60.0
     unreadable_after: float = 120.0
+    report_interval: float = 30.0
+    """Seconds between two builds of one session's kept cache report while it keeps landing."""
     listen: str = DEFAULT_LISTEN
 
 
@@ -326,7 +328,13 @@ def _check_budgets(config: Config, where: str) -> None:
         if adapter.max_delta_bytes < 4096:
             raise ConfigError(f"{where}: adapters.{name}.max_delta_bytes must be at least 4096")
     service = config.service
-    for key in ("batch_window", "settle_seconds", "rescan_interval", "unreadable_after"):
+    for key in (
+        "batch_window",
+        "settle_seconds",
+        "rescan_interval",
+        "unreadable_after",
+        "report_interval",
+    ):
         if getattr(service, key) < 0:
             raise ConfigError(f"{where}: service.{key} must not be negative")
     if service.rescan_interval == 0:

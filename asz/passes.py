@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Collection
+from typing import TYPE_CHECKING
 
 from asz.adapters.claude_code_local import collect_transcripts
 from asz.adapters.claude_code_provider import ProviderState, collect_bodies
@@ -20,6 +21,9 @@ from asz.store.bodies import BodyLander
 from asz.store.root import Root
 from asz.tally import Tally
 from asz.words import count, listing, size
+
+if TYPE_CHECKING:
+    from asz.view.keeper import ReportKeeper
 
 WRITE_FAILED = (OSError, sqlite3.Error)
 """What a write to the root raises when the disk is full or failing (the provider ledger is an
@@ -36,6 +40,7 @@ def run_pass(
     changed_bodies: Collection[str] | None = None,
     rescan: bool = False,
     progress: Progress | None = None,
+    reports: ReportKeeper | None = None,
 ) -> Tally:
     """Lands everything new under the Claude Code directories; the caller holds the root lock.
 
@@ -43,7 +48,8 @@ def run_pass(
     changed since its last pass (``changed_bodies``, file names in any bodies directory) so
     that the bodies directories are not listed; on a ``rescan`` they are still listed when an
     mtime moved. ``asz collect --once`` gives none of these. ``progress`` is told of the
-    transcripts as they land (bodies are told to the lander's own).
+    transcripts as they land (bodies are told to the lander's own). ``reports`` keeps the
+    cache reports of the sessions that landed (``asz.view.keeper``).
     """
     started = time.monotonic()
     counts = Tally()
@@ -73,6 +79,12 @@ def run_pass(
         except WRITE_FAILED as err:
             bodies = Tally(errors=[_stopped("landing bodies", err)])
         counts.add(bodies)
+    if reports is not None:
+        reports.landed(counts.sessions)
+        try:
+            reports.refresh(time.monotonic())
+        except Exception as err:  # derived: what landed stays landed, the next pass retries
+            counts.errors.append(f"keeping cache reports stopped part way: {err!r}")
     counts.seconds = round(time.monotonic() - started, 6)
     return counts
 

@@ -55,6 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"(default: {defaults.rescan_interval:g}, or service.rescan_interval)",
     )
     parser.add_argument(
+        "--report-interval",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="the service builds a session's cache report at most this often while the session "
+        f"keeps landing (default: {defaults.report_interval:g}, or service.report_interval)",
+    )
+    parser.add_argument(
         "--listen",
         metavar="HOST:PORT",
         help="where the service serves /metrics, /healthz and /readyz "
@@ -93,6 +100,7 @@ def service_config(args: argparse.Namespace, config: Config) -> Config:
             ("batch_window", args.batch_window),
             ("settle_seconds", args.settle_seconds),
             ("rescan_interval", args.rescan_interval),
+            ("report_interval", args.report_interval),
             ("listen", args.listen),
         )
         if value is not None
@@ -108,14 +116,18 @@ def collect_once(config: Config, as_json: bool) -> int:
     from asz.store import open_store
     from asz.store.bodies import BodyLander
     from asz.store.root import Busy, Root, UnsafeRoot, collector_lock
+    from asz.view.keeper import ReportKeeper
+    from asz.view.prices import price_table
 
     root = Root(config.root)
     try:
         with collector_lock(root):
-            lander = BodyLander(open_store(config.root, compression=config.compression))
+            store = open_store(config.root, compression=config.compression)
+            lander = BodyLander(store)
+            reports = ReportKeeper(store, price_table(config.prices), interval=0)
             with progress("collecting") as shown:
                 lander.progress = shown
-                counts = run_pass(config, root, lander, progress=shown)
+                counts = run_pass(config, root, lander, progress=shown, reports=reports)
     except Busy as err:
         print(f"asz: {err}; one collector per root", file=sys.stderr)
         return EXIT_FAILED

@@ -42,6 +42,8 @@ from asz.store import open_store
 from asz.store.bodies import BodyLander
 from asz.store.root import Busy, Root, UnsafeRoot, collector_lock
 from asz.tally import Tally
+from asz.view.keeper import ReportKeeper
+from asz.view.prices import price_table
 from asz.words import CONFLICT_ADVICE
 
 LOCK_POLL_SECONDS = 1.0
@@ -72,7 +74,11 @@ class Service:
         self.as_json = as_json
         self.log = log
         self.root = Root(config.root)
-        self.lander = BodyLander(open_store(config.root, compression=config.compression))
+        store = open_store(config.root, compression=config.compression)
+        self.lander = BodyLander(store)
+        self.reports = ReportKeeper(
+            store, price_table(config.prices), config.service.report_interval
+        )
         self.provider = ProviderState()
         self._hints = threading.Lock()
         self._changed_bodies: set[str] = set()
@@ -263,14 +269,18 @@ class Service:
         # place that no event reported is found within that many rescan intervals.
         if reason == RESCAN and self._rescans % FULL_RESCAN_EVERY == 0:
             listing_due = True
-        return run_pass(
+        counts = run_pass(
             self.config,
             self.root,
             self.lander,
             provider=self.provider,
             changed_bodies=None if listing_due or reason == FIRST_SCAN else changed,
             rescan=reason == RESCAN,
+            reports=self.reports,
         )
+        for gained in self.reports.take_gained():
+            self.metrics.add_cache_counts(gained)
+        return counts
 
     def _look_for_sources(self) -> None:
         """Notes which source directories are absent, in the health report and, when that

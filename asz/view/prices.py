@@ -16,6 +16,7 @@ call's writes were 1-hour ones, else at the 5-minute price.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import tomllib
 from dataclasses import dataclass
@@ -37,6 +38,10 @@ class PriceTable:
     source: str
     tables: tuple[tuple[tuple[str, ModelPrice], ...], ...]
     """The overrides, then the shipped prices: the first table with a match wins."""
+
+    def fingerprint(self) -> str:
+        """A digest of every price: a result priced by another table is priced again."""
+        return hashlib.sha256(repr(self.tables).encode()).hexdigest()[:16]
 
     def price_of(self, model: str | None) -> ModelPrice | None:
         if not model:

@@ -1,0 +1,81 @@
+"""The cache report is derived state: the collector keeps it as sessions land, readers take the
+kept one while the landed files are the same, and a lost or stale one is built again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+from test_view import land_synth
+
+from asz.store import BODY_KIND, Store
+from asz.synth import SynthOptions
+from asz.view.cache import cache_report
+from asz.view.kept import REPORT_FILE
+from asz.view.prices import price_table
+
+
+def kept_path(store: Store, session: str) -> Path:
+    return Path(store.location) / session / REPORT_FILE
+
+
+def cache_json(run_asz: Any, store: Store, *args: str) -> Any:
+    done = run_asz("cache", "--root", str(store.location), *args, "--json")
+    assert done.returncode == 0, done.stderr
+    return orjson.loads(done.stdout)
+
+
+def test_a_pass_keeps_the_report_of_each_session_it_lands(tmp_path: Path, run_asz: Any) -> None:
+    store, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=5, sessions=2, turns=3))
+    for session in expected["sessions"]:
+        path = kept_path(store, session["id"])
+        assert path.is_file()
+        assert path.stat().st_mode & 0o777 == 0o600
+        built = cache_report(store.session(session["id"]), price_table())
+        assert cache_json(run_asz, store, session["id"]) == orjson.loads(orjson.dumps(built))
+
+
+def test_a_reader_takes_the_kept_report_without_reading_the_bodies(
+    tmp_path: Path, run_asz: Any
+) -> None:
+    store, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=5, sessions=1, turns=3))
+    session = expected["sessions"][0]["id"]
+    before = cache_json(run_asz, store, session)
+    # Same names and sizes, other bytes: a reader that read the bodies would meet problems.
+    for name in store.session(session).landed(BODY_KIND):
+        path = Path(store.location) / name.path
+        path.write_bytes(b"\0" * path.stat().st_size)
+    assert cache_json(run_asz, store, session) == before
+    assert run_asz("verify", "--root", str(store.location)).returncode == 1
+
+
+def test_a_lost_report_is_built_again_and_kept(tmp_path: Path, run_asz: Any) -> None:
+    store, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=5, sessions=1, turns=3))
+    session = expected["sessions"][0]["id"]
+    before = cache_json(run_asz, store, session)
+    path = kept_path(store, session)
+    path.unlink()
+    assert cache_json(run_asz, store, session) == before
+    assert path.is_file()
+    path.write_bytes(b"{not json")
+    assert cache_json(run_asz, store, session) == before
+    assert orjson.loads(path.read_bytes())["report"] == before
+
+
+def test_other_prices_price_the_report_again(tmp_path: Path, run_asz: Any) -> None:
+    store, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=5, sessions=1, turns=3))
+    session = expected["sessions"][0]["id"]
+    before = cache_json(run_asz, store, session)
+    models = store.session(session).summary().models
+    config = tmp_path / "config.toml"
+    config.write_text(
+        "".join(
+            f'[prices."{model}"]\ninput = 1000.0\noutput = 1000.0\ncache_read = 1000.0\n'
+            "cache_write_5m = 1000.0\ncache_write_1h = 1000.0\n"
+            for model in sorted(models)
+        )
+    )
+    after = cache_json(run_asz, store, "--config", str(config), session)
+    assert after["totals"]["cost_usd"] > before["totals"]["cost_usd"]
+    assert cache_json(run_asz, store, session) == before
