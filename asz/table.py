@@ -67,6 +67,26 @@ def print_table(
     out.flush()
 
 
+def print_lines(lines: Sequence[str], out: TextIO | None = None) -> None:
+    """Prints lines of prose to ``out`` (stdout when None): on a terminal each is wrapped at
+    its width, between words, its continuation indented under its text; anywhere else each is
+    one line, whatever its length."""
+    import shutil
+    import textwrap
+
+    out = sys.stdout if out is None else out
+    if not out.isatty():
+        out.write("".join(f"{line}\n" for line in lines))
+        out.flush()
+        return
+    width = shutil.get_terminal_size().columns
+    for line in lines:
+        indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+        wrapped = textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False)
+        out.write("\n".join(wrapped or [""]) + "\n")
+    out.flush()
+
+
 def _plain(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> str:
     """The table as aligned text: aligning cells needs no layout engine, and rich takes a
     second to lay out a few thousand rows that a pipe does not need laid out."""

@@ -48,7 +48,7 @@ def report_cells(report: dict[str, Any], shown: Mapping[str, str] | None = None)
             "request_id": (shown or {}).get(row["request_id"], row["request_id"]),
         }
         line = [_cell(cells.get(key)) for key in _KEYS]
-        line[_KEYS.index("waste_usd")] = _dollars(row["waste_usd"])
+        line[_KEYS.index("waste_usd")] = dollars(row["waste_usd"])
         if row["also"]:
             line[-1] += f" (also {', '.join(row['also'])})"
         if row["reported_miss_reason"] is not None:
@@ -64,16 +64,15 @@ def report_summary(report: dict[str, Any]) -> list[str]:
     if not report["rows"]:
         return [f"session {report['session']}: nothing to report: {empty_because}"]
     totals = report["totals"]
-    ratio = totals["hit_ratio"]
     calls = sum(row["message_id"] is not None for row in report["rows"])
     lines = [
         f"session {report['session']}: {calls} calls, {totals['requests']} requests landed, "
         f"{totals['with_usage']} with usage",
-        f"hit ratio {'-' if ratio is None else f'{ratio:.1%}'}: "
+        f"hit ratio {percent(totals['hit_ratio'])}: "
         f"{totals['cache_read_input_tokens']:,} tokens read from the cache, "
         f"{totals['cache_creation_input_tokens']:,} written to it, "
         f"{totals['input_tokens']:,} not cached",
-        _money(totals),
+        money_said(totals),
     ]
     for cause, entry in sorted(totals["by_cause"].items(), key=lambda kv: _rank(kv[0])):
         count = entry["requests"]
@@ -87,24 +86,33 @@ def report_summary(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _money(totals: dict[str, Any]) -> str:
+def money_said(totals: Mapping[str, Any]) -> str:
+    """What the breaks re-wrote and what the calls cost, of a report's ``totals`` or of
+    any sum with the same fields (``breaks``, ``rewritten_tokens``, ``cost_usd``,
+    ``waste_usd``, ``unpriced_models``): one sentence for one session or for many."""
     breaks = totals["breaks"]
     said = (
         f"from usage: {breaks} {'break' if breaks == 1 else 'breaks'} re-wrote "
-        f"{totals['rewritten_tokens']:,} tokens; cost ${_dollars(totals['cost_usd'])}, "
-        f"of which ${_dollars(totals['waste_usd'])} wasted on breaks"
+        f"{totals['rewritten_tokens']:,} tokens; cost ${dollars(totals['cost_usd'])}, "
+        f"of which ${dollars(totals['waste_usd'])} wasted on breaks"
     )
     if totals["unpriced_models"]:
         said += f"; no price for {', '.join(totals['unpriced_models'])} (tokens only)"
     return said
 
 
-def _dollars(value: float | None) -> str:
+def dollars(value: float | None) -> str:
+    """US dollars to the cent from one up, to a hundredth of a cent below; ``-`` unknown."""
     if value is None:
         return "-"
     if value == 0:
         return "0"
     return f"{value:,.4f}" if value < 1 else f"{value:,.2f}"
+
+
+def percent(ratio: float | None) -> str:
+    """A hit ratio as ``63.6%``; ``-`` when there was nothing to hit."""
+    return "-" if ratio is None else f"{ratio:.1%}"
 
 
 def _rank(cause: str) -> int:

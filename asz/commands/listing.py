@@ -1,0 +1,128 @@
+"""What the commands that list every landed session share, so each picks and shows alike.
+
+``asz sessions`` and ``asz cache`` (with no SESSION) both list the sessions of a root: they
+take the same ``--project`` and ``--since``, read every session through its summary
+(``Session.summary``, cached in the root), say the same thing when nothing is landed or
+nothing matches, and show a project and a time the same way. One place for each, so that a
+filter that picks a session in one listing picks it in the other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import re
+import sys
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from asz.commands.args import SINCE_HELP, parse_since
+from asz.commands.exits import UsageError
+
+if TYPE_CHECKING:
+    from asz.config import Config
+    from asz.store import Problem, SessionSummary, Store
+
+_GLOB = re.compile(r"[*?\[]")
+
+
+def add_filters(parser: argparse.ArgumentParser) -> None:
+    """``--project`` and ``--since``, read into ``args.project`` and ``args.since``."""
+    parser.add_argument(
+        "--project",
+        metavar="PATTERN",
+        help="only sessions whose project directory (the directory the session started in, "
+        "or its directory under Claude Code's projects directory) contains PATTERN, or "
+        "matches it when it holds a glob character (*, ?, [...]); case counts (default: every "
+        "project)",
+    )
+    parser.add_argument(
+        "--since",
+        metavar="WHEN",
+        type=_since,
+        help=f"only sessions active at or after WHEN: {SINCE_HELP} (default: all time)",
+    )
+
+
+def _since(text: str) -> datetime:
+    try:
+        return parse_since(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def filtering(args: argparse.Namespace) -> bool:
+    """Whether ``--project`` or ``--since`` was given."""
+    return args.project is not None or args.since is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """The sessions a listing shows, newest first, and what it met reading every one."""
+
+    store: Store
+    ids: list[str]
+    """Every session of the root, shown or not: a shown prefix is counted over them all, so
+    a prefix copied from a filtered listing still names one session."""
+    shown: list[SessionSummary]
+    problems: list[Problem]
+
+
+def list_sessions(config: Config, args: argparse.Namespace) -> Listed:
+    """The landed sessions ``args.project`` and ``args.since`` pick, newest first; a usage
+    error (exit 2) when there is no root to list."""
+    from asz.store import open_store
+
+    if not Path(config.root).is_dir():
+        raise UsageError(f"there is no storage root at {config.root}")
+    store = open_store(config.root)
+    ids = store.sessions()
+    shown: list[SessionSummary] = []
+    problems: list[Problem] = []
+    for session_id in ids:
+        session = store.open_session(session_id)
+        summary = session.summary()
+        problems += session.problems
+        if _wanted(summary, args.project, args.since):
+            shown.append(summary)
+    shown.sort(key=lambda summary: summary.id)
+    shown.sort(key=lambda summary: summary.last_activity or "", reverse=True)
+    return Listed(store, ids, shown, problems)
+
+
+def _wanted(summary: SessionSummary, project: str | None, since: datetime | None) -> bool:
+    if since is not None:
+        last = summary.last_activity
+        if last is None or datetime.fromisoformat(last) < since:
+            return False
+    if project is None:
+        return True
+    places = [place for place in (summary.cwd, summary.project_dir) if place]
+    if _GLOB.search(project):
+        return any(fnmatch.fnmatchcase(place, project) for place in places)
+    return any(project in place for place in places)
+
+
+def say_none_listed(config: Config, args: argparse.Namespace) -> None:
+    """On stderr, why a listing printed nothing: nothing landed, or nothing matched."""
+    said = "no landed session matches" if filtering(args) else "no sessions have landed"
+    print(f"asz: {said} under {config.root}", file=sys.stderr)
+
+
+def project_shown(project: str | None) -> str:
+    """The project as a person reads it: ``~`` for this user's home, ``-`` when unknown."""
+    if project is None:
+        return "-"
+    home = str(Path.home())
+    if project == home or project.startswith(home + "/"):
+        return "~" + project[len(home) :]
+    return project
+
+
+def when_shown(moment: str | None) -> str:
+    """A time in this machine's zone, to the minute; ``-`` when unknown."""
+    if moment is None:
+        return "-"
+    return datetime.fromisoformat(moment).astimezone().strftime("%Y-%m-%d %H:%M")
