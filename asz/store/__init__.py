@@ -16,6 +16,7 @@ it is described)::
     <session>/                                 a UUID-form session id; nothing else is one
         seq                                    derived: highest sequence number used
         summary.json                           derived: the session in one line (asz sessions)
+        cache.json                             derived: the cache report, kept (asz cache)
         provider_body/provider_body-<seq>.asz  landed provider bodies
         provider_index/provider_index-<seq>.asz  landed index.jsonl lines
         transcripts/
