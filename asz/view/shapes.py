@@ -22,7 +22,7 @@ from array import array
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 import orjson
@@ -80,15 +80,12 @@ class Interner:
         return known
 
 
-@dataclass(slots=True)
-class Shape:
-    """What of a request decides what the cache can reuse, each part normalised and interned."""
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What surrounds a request's messages, each part normalised and interned: what
+    successive requests of a chain send byte for byte the same, but for the billing block."""
 
     model: object
-    version: str | None
-    """The Claude Code version the billing block names (``cc_version`` without the suffix
-    each conversation gets); None without one. The block is otherwise left out, since its
-    ``cch``, ``cc_prev_req`` and ``cc_prompt_id`` change on every call."""
     tools: dict[str, int]
     """The loaded tools, by name, in their order: their definitions are part of the prefix."""
     deferred: dict[str, int]
@@ -99,6 +96,16 @@ class Shape:
     """``speed`` (``"fast"`` in fast mode); the API's default, ``"standard"``, when absent."""
     effort: object
     thinking: object
+
+
+@dataclass(frozen=True, slots=True)
+class Shape(Settings):
+    """What of a request decides what the cache can reuse."""
+
+    version: str | None
+    """The Claude Code version the billing block names (``cc_version`` without the suffix
+    each conversation gets); None without one. The block is otherwise left out, since its
+    ``cch``, ``cc_prev_req`` and ``cc_prompt_id`` change on every call."""
     messages: array[int]
     roles: list[str]
     ttl: int
@@ -145,19 +152,11 @@ def shape_of(request: dict[str, Any], intern: Interner) -> Shape:
 
 @dataclass(frozen=True, slots=True)
 class _Outer:
-    """A request's shape but for its messages and its Claude Code version: what successive
-    requests of a chain send byte for byte the same, but for the billing block's text."""
+    """A request's settings, and the lifetime its newest marker outside the messages asks
+    for (system, then tools)."""
 
-    model: object
-    tools: dict[str, int]
-    deferred: dict[str, int]
-    system: list[int]
-    betas: object
-    speed: object
-    effort: object
-    thinking: object
+    settings: Settings
     ttl: int | None
-    """The lifetime the newest marker outside the messages asks for: system, then tools."""
 
 
 def _outer_of(request: dict[str, Any], intern: Interner) -> _Outer:
@@ -167,7 +166,7 @@ def _outer_of(request: dict[str, Any], intern: Interner) -> _Outer:
     blocks = _system_blocks(request)
     output = request.get("output_config")
     speed = request.get("speed")
-    return _Outer(
+    settings = Settings(
         model=request.get("model"),
         tools=tools,
         deferred=deferred,
@@ -176,7 +175,9 @@ def _outer_of(request: dict[str, Any], intern: Interner) -> _Outer:
         speed=STANDARD_SPEED if speed is None else speed,
         effort=output.get("effort") if isinstance(output, dict) else None,
         thinking=request.get("thinking"),
-        ttl=_newest_ttl_of(itertools.chain(reversed(blocks), reversed(listed_tools))),
+    )
+    return _Outer(
+        settings, _newest_ttl_of(itertools.chain(reversed(blocks), reversed(listed_tools)))
     )
 
 
@@ -196,16 +197,10 @@ def _joined(outer: _Outer, version: str | None, messages: Messages) -> Shape:
     ttl = messages.newest_ttl()
     if ttl is None:
         ttl = outer.ttl
+    settings = {field.name: getattr(outer.settings, field.name) for field in fields(Settings)}
     return Shape(
-        model=outer.model,
+        **settings,
         version=version,
-        tools=outer.tools,
-        deferred=outer.deferred,
-        system=outer.system,
-        betas=outer.betas,
-        speed=outer.speed,
-        effort=outer.effort,
-        thinking=outer.thinking,
         messages=messages.ids,
         roles=messages.roles,
         ttl=SHORT_TTL if ttl is None else ttl,
