@@ -22,7 +22,7 @@ EXPECTED_FILE = "expected.json"
 def synthesize(outdir: Path, options: SynthOptions) -> dict[str, Any]:
     """Writes the capture under outdir and returns the expected.json document; NoTranscripts,
     with nothing written, when ``options.from_transcripts`` holds no transcript."""
-    capture = Capture()
+    capture = Capture(Path(outdir))
     if options.from_transcripts is not None:
         sessions = replay(options, capture)
     else:
@@ -30,5 +30,5 @@ def synthesize(outdir: Path, options: SynthOptions) -> dict[str, Any]:
     document = expected.build(options, sessions, capture)
     data = orjson.dumps(document, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
     capture.put(EXPECTED_FILE, data, capture.last_mtime)
-    capture.write(Path(outdir))
+    capture.write()
     return document

@@ -80,7 +80,7 @@ def _session_bodies(session: Session, bodies: list[Body], indexed: bool) -> list
                 "file": body.file,
                 "role": body.role,
                 "session": body.session,
-                "size": len(body.data),
+                "size": body.size,
                 "sha256": body.sha256,
                 "mtime_ns": body.mtime_ns,
                 "kind": body.kind,

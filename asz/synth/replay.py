@@ -349,7 +349,7 @@ class SessionReplay:
         if stem is None or self.replay.capture.has_body(f"{stem}.response"):
             stem = self.ids.uuid()
         last = call.blocks[-1].get("type") if call.blocks else None
-        prompt_tokens = bodies.tokens(len(request.data))
+        prompt_tokens = bodies.tokens(request.size)
         usage = bodies.usage(
             prompt_tokens=prompt_tokens,
             cached=(cached or 0) if call.cause == "kept" else 0,

@@ -49,7 +49,7 @@ def compact(sim: SessionSimulation) -> None:
     summary = dialogue.compaction_summary(sim.project, sim.prompts, sim.touched, sim.prompts[-1])
     content = [{"type": "text", "text": summary}]
     usage = bodies.usage(
-        prompt_tokens=bodies.tokens(len(request.data)),
+        prompt_tokens=bodies.tokens(request.size),
         cached=bodies.tokens(main.prev_size) - 200,
         output_tokens=bodies.tokens(len(summary)) + 300,
         uncached=4,
@@ -136,7 +136,7 @@ def title(sim: SessionSimulation, noun: Noun) -> None:
     request = sim.body("request", bodies.dumps(body), sim.clock.tick(80, 600), "title", None)
     request.names_request, request.prompt_id = sim.main.prev_request_id, sim.prompt_id
     chosen = dialogue.title(sim.rng, noun)
-    prompt_tokens = bodies.tokens(len(request.data))
+    prompt_tokens = bodies.tokens(request.size)
     usage = bodies.usage(
         prompt_tokens=prompt_tokens,
         cached=0,

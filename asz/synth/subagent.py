@@ -96,7 +96,7 @@ def run(
         )
         if action is not None:
             sim.tool_result(chain, transcript, blocks[-1]["id"], action, note=False)
-    usages = [orjson.loads(call.response.data)["usage"] for call in calls]
+    usages = [call.response.parsed()["usage"] for call in calls]
     content = [{"type": "text", "text": report}]
     structured = {
         "status": "completed",

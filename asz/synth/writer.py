@@ -1,8 +1,11 @@
-"""Collects a capture in memory and writes it out with the simulated mtimes.
+"""Collects a capture and writes it out with the simulated mtimes.
 
-Files are written only at the end: a transcript receives its lines over the whole session,
-and its mtime must be the time of its last line, so building everything first and then
-writing once with ``os.utime`` keeps the tree identical for a seed.
+A transcript receives its lines over the whole session, and its mtime must be the time of its
+last line, so transcripts are built in memory and written at the end, each with ``os.utime``.
+A body file is whole when it is made, and a long session's requests add up to tens of GB, so
+each body is written as it is added and a request's bytes are not kept (its size and digest
+are); a response's are, the simulation reads its usage again. The tree is the same for a
+seed either way.
 """
 
 from __future__ import annotations
@@ -11,6 +14,9 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 BODIES_DIR = "asz/provider-bodies"
 PROJECTS_DIR = "projects"
@@ -22,7 +28,8 @@ class Body:
 
     name: str
     role: str
-    data: bytes
+    data: bytes | None
+    """The exact bytes; None for a request once written (see the module)."""
     mtime_ns: int
     session: str
     kind: str
@@ -33,26 +40,45 @@ class Body:
     prompt_id: str | None = None
     cache_cause: str | None = None
 
+    size: int = 0
+    sha256: str = ""
+
+    def __post_init__(self) -> None:
+        assert self.data is not None
+        self.size = len(self.data)
+        self.sha256 = hashlib.sha256(self.data).hexdigest()
+
     @property
     def file(self) -> str:
         return f"{BODIES_DIR}/{self.name}.json"
 
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(self.data).hexdigest()
+    def parsed(self) -> Any:
+        """The body as JSON (a response's: a request's bytes are not kept)."""
+        if self.data is None:
+            raise ValueError(f"{self.name}: a request's bytes are not kept once written")
+        return orjson.loads(self.data)
 
 
 class Capture:
-    """The files of a capture, keyed by path relative to the output directory."""
+    """The files of a capture under ``outdir``, keyed by path relative to it."""
 
-    def __init__(self) -> None:
+    def __init__(self, outdir: Path) -> None:
+        self.outdir = outdir
         self.bodies: list[Body] = []
         self.files: dict[str, bytearray] = {}
         self.mtimes: dict[str, int] = {}
+        self._body_files: set[str] = set()
 
     def add_body(self, body: Body) -> Body:
+        """Writes the body file now, with its mtime (see the module)."""
+        if body.file in self._body_files or body.file in self.files:
+            raise ValueError(f"{body.file} written twice")
+        assert body.data is not None
+        self._write(body.file, body.data, body.mtime_ns)
+        self._body_files.add(body.file)
+        if body.role == "request":
+            body.data = None
         self.bodies.append(body)
-        self.put(body.file, body.data, body.mtime_ns)
         return body
 
     def append(self, path: str, data: bytes, mtime_ns: int) -> None:
@@ -60,24 +86,28 @@ class Capture:
         self.mtimes[path] = mtime_ns
 
     def put(self, path: str, data: bytes, mtime_ns: int) -> None:
-        if path in self.files:
+        if path in self.files or path in self._body_files:
             raise ValueError(f"{path} written twice")
         self.files[path] = bytearray(data)
         self.mtimes[path] = mtime_ns
 
     def has_body(self, name: str) -> bool:
-        return f"{BODIES_DIR}/{name}.json" in self.files
+        return f"{BODIES_DIR}/{name}.json" in self._body_files
 
     def size(self, path: str) -> int:
         return len(self.files[path])
 
     @property
     def last_mtime(self) -> int:
-        return max(self.mtimes.values(), default=0)
+        return max([*self.mtimes.values(), *(body.mtime_ns for body in self.bodies)], default=0)
 
-    def write(self, outdir: Path) -> None:
+    def write(self) -> None:
+        """Writes the files built in memory (the bodies are written already)."""
         for path in sorted(self.files, key=lambda name: (self.mtimes[name], name)):
-            target = outdir / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(bytes(self.files[path]))
-            os.utime(target, ns=(self.mtimes[path], self.mtimes[path]))
+            self._write(path, bytes(self.files[path]), self.mtimes[path])
+
+    def _write(self, path: str, data: bytes, mtime_ns: int) -> None:
+        target = self.outdir / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        os.utime(target, ns=(mtime_ns, mtime_ns))
