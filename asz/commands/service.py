@@ -1,4 +1,5 @@
-"""``asz service``: install, remove or inspect the collector as a per-user service.
+"""``asz service``: install, remove or inspect the collector (``--web``: the web view) as a
+per-user service.
 
 The units, the plans and their printing live in :mod:`asz.daemon.install`, next to the
 service they describe; this module only hands the command line to it.
@@ -11,7 +12,7 @@ import argparse
 from asz.commands.args import common_options
 from asz.config import Config
 
-SUMMARY = "install, remove or inspect the per-user collector service"
+SUMMARY = "install, remove or inspect the per-user collector service (--web: the web view)"
 ACTIONS = {
     "install": "write the unit (systemd, Linux) or LaunchAgent (macOS) that runs `asz collect` "
     "with this root, config and the Claude Code directories found now, and start it",
@@ -31,9 +32,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             action="store_true",
             help="print every step (files written, commands run) and take none",
         )
+        action.add_argument(
+            "--web",
+            action="store_true",
+            help="the web view's service instead (`asz serve` on this root at its default "
+            "address, docs/web.md), beside the collector's",
+        )
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
     from asz.daemon.install import service_command
 
-    return service_command(args.action, config, dry_run=args.dry_run)
+    return service_command(args.action, config, dry_run=args.dry_run, web=args.web)

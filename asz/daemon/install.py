@@ -1,4 +1,5 @@
-"""``asz service install|uninstall|status``: the collector as a per-user service.
+"""``asz service install|uninstall|status``: the collector (and, with ``--web``, the web view)
+as a per-user service.
 
 The unit (systemd, Linux) or agent (launchd, macOS) runs the very ``asz`` that installed it,
 by absolute path, with the storage root, config file and Claude Code directories that this
@@ -14,7 +15,7 @@ import os
 import plistlib
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -25,6 +26,8 @@ from asz.daemon.http import ListenError, parse_listen
 
 UNIT_NAME = "asz.service"
 LABEL = "io.asz.collect"
+WEB_UNIT_NAME = "asz-web.service"
+WEB_LABEL = "io.asz.web"
 
 _UNIT_TEMPLATE = """\
 [Unit]
@@ -51,6 +54,38 @@ WantedBy=default.target
 """
 
 
+_WEB_UNIT_TEMPLATE = """\
+[Unit]
+Description=asz: a read-only web view of the kept bodies and transcripts
+
+[Service]
+Type=simple
+ExecStart={exec_start}
+{environment}\
+Restart=on-failure
+RestartSec=5
+TimeoutStopSec=30
+UMask=0077
+NoNewPrivileges=yes
+
+[Install]
+WantedBy=default.target
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceKind:
+    """One service asz installs: its unit's name, its agent's label and log, and what it
+    runs."""
+
+    unit_name: str
+    label: str
+    log_name: str
+    template: str
+    arguments: Callable[[Config, Mapping[str, str]], list[str]]
+    environment: Callable[[Config], dict[str, str]]
+
+
 def asz_command() -> list[str]:
     """How to start the ``asz`` that is running now, by absolute path.
 
@@ -67,6 +102,21 @@ def collect_arguments(config: Config) -> list[str]:
     arguments = ["collect", "--root", str(config.root)]
     if config.source_file is not None:
         arguments += ["--config", str(Path(config.source_file).absolute())]
+    return arguments
+
+
+def serve_arguments(config: Config, env: Mapping[str, str]) -> list[str]:
+    """``asz serve`` on this root and config, at its default address; with the token file
+    named when one is where ``asz serve`` looks for it, since the service's environment may
+    not say the same ``XDG_CONFIG_HOME``."""
+    from asz.web.access import default_token_file
+
+    arguments = ["serve", "--root", str(config.root)]
+    if config.source_file is not None:
+        arguments += ["--config", str(Path(config.source_file).absolute())]
+    token_file = default_token_file(env)
+    if token_file.is_file():
+        arguments += ["--token-file", str(token_file.absolute())]
     return arguments
 
 
@@ -89,6 +139,20 @@ class UnpinnableDir(ValueError):
     """A Claude Code directory the service's environment cannot name."""
 
 
+COLLECTOR = ServiceKind(
+    UNIT_NAME,
+    LABEL,
+    "asz",
+    _UNIT_TEMPLATE,
+    lambda config, _env: collect_arguments(config),
+    service_environment,
+)
+WEB = ServiceKind(
+    WEB_UNIT_NAME, WEB_LABEL, "asz-web", _WEB_UNIT_TEMPLATE, serve_arguments, lambda _config: {}
+)
+"""``asz serve`` reads the root only: it needs no Claude Code directory pinned."""
+
+
 def systemd_quote(argument: str) -> str:
     """One ExecStart= word: ``%`` and ``$`` doubled, quoted when it holds anything special."""
     return _quoted(argument.replace("%", "%%").replace("$", "$$"))
@@ -105,26 +169,34 @@ def _quoted(escaped: str) -> str:
     return '"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def render_unit(exec_start: str, environment: Mapping[str, str]) -> str:
+def render_unit(
+    exec_start: str, environment: Mapping[str, str], template: str = _UNIT_TEMPLATE
+) -> str:
     """The user unit; ``exec_start`` is the ExecStart= line's value, already quoted."""
     lines = "".join(
         "Environment=" + systemd_assignment(key, value) + "\n"
         for key, value in sorted(environment.items())
     )
-    return _UNIT_TEMPLATE.format(exec_start=exec_start, environment=lines)
+    return template.format(exec_start=exec_start, environment=lines)
 
 
-def render_plist(program: Sequence[str], environment: Mapping[str, str], log_dir: Path) -> bytes:
+def render_plist(
+    program: Sequence[str],
+    environment: Mapping[str, str],
+    log_dir: Path,
+    label: str = LABEL,
+    log_name: str = "asz",
+) -> bytes:
     """The LaunchAgent: started at login, started again when it exits with a failure."""
     agent: dict[str, object] = {
-        "Label": LABEL,
+        "Label": label,
         "ProgramArguments": list(program),
         "RunAtLoad": True,
         "KeepAlive": {"SuccessfulExit": False},
         "ProcessType": "Background",
         "ExitTimeOut": 120,
-        "StandardOutPath": str(log_dir / "asz.log"),
-        "StandardErrorPath": str(log_dir / "asz.err.log"),
+        "StandardOutPath": str(log_dir / f"{log_name}.log"),
+        "StandardErrorPath": str(log_dir / f"{log_name}.err.log"),
     }
     if environment:
         agent["EnvironmentVariables"] = dict(environment)
@@ -161,46 +233,58 @@ class Manager(Protocol):
 
 
 class Systemd:
-    def __init__(self, env: Mapping[str, str]) -> None:
+    def __init__(self, env: Mapping[str, str], kind: ServiceKind = COLLECTOR) -> None:
         config_home = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")) / ".config")
-        self.unit_path = Path(config_home).expanduser() / "systemd" / "user" / UNIT_NAME
+        self.unit_path = Path(config_home).expanduser() / "systemd" / "user" / kind.unit_name
+        self.kind = kind
+        self.env = env
 
     def install(self, config: Config, command: Sequence[str]) -> Plan:
-        words = [*command, *collect_arguments(config)]
-        unit = render_unit(" ".join(map(systemd_quote, words)), service_environment(config))
+        kind = self.kind
+        words = [*command, *kind.arguments(config, self.env)]
+        unit = render_unit(
+            " ".join(map(systemd_quote, words)), kind.environment(config), kind.template
+        )
         plan = Plan(writes=[(self.unit_path, unit.encode())])
         plan.commands.append(_systemctl("daemon-reload"))
         if _differs(self.unit_path, unit.encode()):
             # A running service keeps its old unit until restarted; try-restart leaves a
             # stopped one stopped, and enable --now starts it.
-            plan.commands.append(_systemctl("try-restart", UNIT_NAME))
-        plan.commands.append(_systemctl("enable", "--now", UNIT_NAME))
+            plan.commands.append(_systemctl("try-restart", kind.unit_name))
+        plan.commands.append(_systemctl("enable", "--now", kind.unit_name))
         return plan
 
     def uninstall(self) -> Plan:
         return Plan(
             removes=[self.unit_path],
             commands=[
-                _systemctl("disable", "--now", UNIT_NAME, may_fail=True),
+                _systemctl("disable", "--now", self.kind.unit_name, may_fail=True),
                 _systemctl("daemon-reload"),
             ],
         )
 
     def status(self) -> Plan:
-        return Plan(commands=[_systemctl("status", "--no-pager", UNIT_NAME, may_fail=True)])
+        return Plan(
+            commands=[_systemctl("status", "--no-pager", self.kind.unit_name, may_fail=True)]
+        )
 
 
 class Launchd:
-    def __init__(self, env: Mapping[str, str], uid: int) -> None:
+    def __init__(self, env: Mapping[str, str], uid: int, kind: ServiceKind = COLLECTOR) -> None:
         home = Path(env.get("HOME", "~")).expanduser()
-        self.unit_path = home / "Library" / "LaunchAgents" / f"{LABEL}.plist"
+        self.unit_path = home / "Library" / "LaunchAgents" / f"{kind.label}.plist"
         self.log_dir = home / "Library" / "Logs" / "asz"
         self.domain = f"gui/{uid}"
-        self.service = f"{self.domain}/{LABEL}"
+        self.service = f"{self.domain}/{kind.label}"
+        self.kind = kind
+        self.env = env
 
     def install(self, config: Config, command: Sequence[str]) -> Plan:
-        program = [*command, *collect_arguments(config)]
-        agent = render_plist(program, service_environment(config), self.log_dir)
+        kind = self.kind
+        program = [*command, *kind.arguments(config, self.env)]
+        agent = render_plist(
+            program, kind.environment(config), self.log_dir, kind.label, kind.log_name
+        )
         return Plan(
             # launchd opens the log files but does not make their directory.
             directories=[self.log_dir],
@@ -223,11 +307,11 @@ class Launchd:
         return Plan(commands=[Command(["launchctl", "print", self.service], may_fail=True)])
 
 
-def manager_for(platform: str, env: Mapping[str, str]) -> Manager:
+def manager_for(platform: str, env: Mapping[str, str], kind: ServiceKind = COLLECTOR) -> Manager:
     if platform == "darwin":
-        return Launchd(env, os.getuid())
+        return Launchd(env, os.getuid(), kind)
     if platform.startswith("linux"):
-        return Systemd(env)
+        return Systemd(env, kind)
     raise OSError(f"no per-user service manager asz knows on {platform}")
 
 
@@ -237,10 +321,15 @@ def service_command(
     dry_run: bool = False,
     platform: str = sys.platform,
     env: Mapping[str, str] | None = None,
+    *,
+    web: bool = False,
 ) -> int:
-    """Runs ``asz service ACTION``; prints each step, and with ``dry_run`` takes none."""
+    """Runs ``asz service ACTION`` (of the web view's service with ``web``); prints each
+    step, and with ``dry_run`` takes none."""
     try:
-        manager = manager_for(platform, os.environ if env is None else env)
+        manager = manager_for(
+            platform, os.environ if env is None else env, WEB if web else COLLECTOR
+        )
     except OSError as err:
         print(f"asz: {err}", file=sys.stderr)
         return EXIT_FAILED
@@ -256,7 +345,7 @@ def service_command(
         print(f"unit: {manager.unit_path} ({_presence(manager.unit_path)})")
         plan = manager.status()
     code = _carry_out(plan, dry_run)
-    if action == "status" and not dry_run:
+    if action == "status" and not dry_run and not web:
         code = max(code, _print_health(config.service.listen))
     return code
 

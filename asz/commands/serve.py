@@ -1,0 +1,86 @@
+"""``asz serve``: the local, read-only web application over the root (``asz.web``).
+
+This module checks what the command line asks for before anything is served: the listen
+address, the token (a listen beyond loopback without one does not start), the root; then
+binds and serves. See ``docs/web.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from asz.commands.exits import EXIT_FAILED, EXIT_OK, UsageError
+from asz.config import Config
+from asz.output import LOG_FORMATS
+
+SUMMARY = "serve a local, read-only web view of the root: sessions, calls, requests, bodies"
+DEFAULT_LISTEN = "127.0.0.1:9478"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        default=DEFAULT_LISTEN,
+        help=f"where to serve (default: {DEFAULT_LISTEN}; port 0 picks a free one); an "
+        "address beyond loopback needs a token (docs/web.md)",
+    )
+    parser.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="FILE",
+        help="a private file (mode 0600) holding the token every request must then carry "
+        "(default: $ASZ_WEB_TOKEN, else $XDG_CONFIG_HOME/asz/web-token when it exists)",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name the server may be reached by besides its listen host, localhost "
+        "and IP addresses (requests naming any other Host are refused); repeatable (default: "
+        "none)",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="auto",
+        help="the log's lines: console lines for people, JSON lines for machines (default: "
+        "auto, console on a terminal)",
+    )
+
+
+def run(args: argparse.Namespace, config: Config) -> int:
+    from asz.daemon.http import ListenError, parse_listen
+    from asz.daemon.logs import configure_logging
+    from asz.view.prices import price_table
+    from asz.web.access import AccessError, access_for, load_token
+    from asz.web.library import Library
+    from asz.web.readonly import open_readonly
+    from asz.web.server import bind, serve
+
+    try:
+        host, port = parse_listen(args.listen)
+    except ListenError as err:
+        raise UsageError(str(err)) from None
+    if not Path(config.root).is_dir():
+        raise UsageError(f"there is no storage root at {config.root}")
+    try:
+        token = load_token(os.environ, args.token_file)
+        access_for(host, port, token, tuple(args.allow_host))
+    except AccessError as err:
+        print(f"asz: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        sock = bind(host, port)
+    except OSError as err:
+        print(f"asz: cannot listen on {args.listen}: {err.strerror or err}", file=sys.stderr)
+        return EXIT_FAILED
+    access = access_for(host, sock.getsockname()[1], token, tuple(args.allow_host))
+    log = configure_logging(sys.stdout, args.log_format)
+    library = Library(open_readonly(config.root), price_table(config.prices))
+    serve(library, access, sock, log)
+    return EXIT_OK

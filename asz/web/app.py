@@ -1,0 +1,34 @@
+"""The application: the four stable URLs, the static files, the 404 page, behind the guard.
+
+Starlette is the framework: it is built on anyio (as asz is), small, typed, and gives
+routing, static files and error handlers without imposing anything else. Jinja2 renders the
+pages with autoescape on, so every string a body holds is escaped where it is written.
+"""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
+
+from asz.web.access import Access
+from asz.web.guard import Guard
+from asz.web.library import Library, Missing
+from asz.web.pages import Pages
+
+
+def create_app(library: Library, access: Access) -> ASGIApp:
+    """The ASGI application serving ``library`` under the rules of ``access``."""
+    pages = Pages(library)
+    app = Starlette(
+        routes=[
+            Route("/", pages.sessions, name="sessions"),
+            Route("/sessions/{session}", pages.session, name="session"),
+            Route("/sessions/{session}/calls/{message_id}", pages.call, name="call"),
+            Route("/sessions/{session}/bodies/{record_id}", pages.body, name="body"),
+            Mount("/static", StaticFiles(packages=[("asz.web", "static")]), name="static"),
+        ],
+        exception_handlers={Missing: pages.missing, 404: pages.missing},
+    )
+    return Guard(app, access)

@@ -1,0 +1,68 @@
+"""Binding the address and running the application under uvicorn, in anyio's loop.
+
+uvicorn is the ASGI server: the most used one, pure Python over h11 without its optional
+extras, and it serves a socket bound beforehand. The socket is bound here, before the server
+starts, so that the port actually bound (``--listen 127.0.0.1:0`` picks a free one, as the
+tests do) is known to the guard, which checks every ``Host`` against it, and is logged.
+uvicorn's own logging is off: its access log would write every URL, and a URL may carry the
+token. SIGINT and SIGTERM end the server after the requests in flight; uvicorn then raises the
+signal again, so the process ends by it, as a service manager expects of a stopped service.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import anyio
+import uvicorn
+from structlog.typing import FilteringBoundLogger
+
+from asz.web.access import Access
+from asz.web.app import create_app
+from asz.web.library import Library
+
+KEEP_ALIVE = 5
+MAX_CONNECTIONS = 64
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (OSError when it cannot be had)."""
+    family, kind, proto, _name, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def serve(library: Library, access: Access, sock: socket.socket, log: FilteringBoundLogger) -> None:
+    """Serves until SIGINT or SIGTERM."""
+    config = uvicorn.Config(
+        create_app(library, access),
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        server_header=False,
+        proxy_headers=False,
+        timeout_keep_alive=KEEP_ALIVE,
+        limit_concurrency=MAX_CONNECTIONS,
+        http="h11",
+        loop="asyncio",
+    )
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    log.info(
+        "listening",
+        host=host,
+        port=port,
+        root=library.store.location,
+        token=access.token is not None,
+        message=f"serving {library.store.location} at http://{shown}:{port}/",
+    )
+    anyio.run(uvicorn.Server(config).serve, [sock])

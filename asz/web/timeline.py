@@ -1,0 +1,99 @@
+"""A session's calls and compactions in the order they happened, each call with what the
+cache report says of it: the rows of the session page and the bars of its chart.
+
+The view document lists calls stream by stream; a person reads a session in time, with a
+subagent's calls among the calls of the stream that started it and each compaction where it
+happened. Times are Claude Code's (UTC, one fixed form), so they order as text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class CallRow:
+    n: int
+    message_id: str
+    stream: str
+    time: str | None
+    model: str | None
+    synthetic: bool
+    input_tokens: int | None
+    read: int | None
+    written: int | None
+    output_tokens: int | None
+    stop_reason: str | None
+    cause: str | None
+    detail: str | None
+    rewritten: int | None
+    waste_usd: float | None
+    cost_usd: float | None
+    starts: tuple[str, ...] = ()
+    """The subagent streams this call started."""
+
+    @property
+    def broke(self) -> bool:
+        return (self.rewritten or 0) > 0
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionRow:
+    time: str | None
+    stream: str
+    trigger: str | None
+    pre_tokens: int | None
+
+
+@dataclass(slots=True)
+class Timeline:
+    items: list[CallRow | CompactionRow] = field(default_factory=list)
+    calls: list[CallRow] = field(default_factory=list)
+
+
+def timeline(view: dict[str, Any], report: dict[str, Any]) -> Timeline:
+    """The session's calls and compactions merged in time."""
+    rows = {row["message_id"]: row for row in report["rows"] if row["message_id"]}
+    started: dict[str, list[str]] = {}
+    for stream in view["streams"]:
+        by = stream.get("started_by")
+        if by:
+            started.setdefault(by["message_id"], []).append(stream["id"])
+    calls = [
+        _call(call, rows.get(call["message_id"], {}), started.get(call["message_id"], []))
+        for call in view["calls"]
+    ]
+    compactions: list[CallRow | CompactionRow] = [
+        CompactionRow(epoch["time"], epoch["stream"], epoch["trigger"], epoch["pre_tokens"])
+        for epoch in view["epochs"]
+    ]
+    items = sorted([*calls, *compactions], key=_when)
+    return Timeline(items, [item for item in items if isinstance(item, CallRow)])
+
+
+def _when(item: CallRow | CompactionRow) -> tuple[bool, str]:
+    return (item.time is None, item.time or "")
+
+
+def _call(call: dict[str, Any], row: dict[str, Any], starts: list[str]) -> CallRow:
+    usage = call.get("usage") or {}
+    return CallRow(
+        n=call["n"],
+        message_id=call["message_id"],
+        stream=call["stream"],
+        time=call.get("time"),
+        model=call.get("model"),
+        synthetic=bool(call.get("synthetic")),
+        input_tokens=row.get("input_tokens", usage.get("input_tokens")),
+        read=row.get("cache_read_input_tokens", usage.get("cache_read_input_tokens")),
+        written=row.get("cache_creation_input_tokens", usage.get("cache_creation_input_tokens")),
+        output_tokens=usage.get("output_tokens"),
+        stop_reason=call.get("stop_reason"),
+        cause=row.get("cause"),
+        detail=row.get("detail"),
+        rewritten=row.get("rewritten_tokens"),
+        waste_usd=row.get("waste_usd"),
+        cost_usd=row.get("cost_usd"),
+        starts=tuple(starts),
+    )

@@ -1,0 +1,113 @@
+"""``asz serve`` in a real browser: Chromium (Debian's, driven by Playwright) on the real
+server over a landed root.
+
+It walks from the session list to a call as a person would, sees the tool that broke the
+cache in the difference, fetches a body by its link and compares its bytes with the file
+Claude Code wrote; and it opens a call whose body holds script in every place a body can,
+to see it shown as text and never run. ``.ci/run`` installs Chromium when it is missing, so
+in CI (``CI`` set) these tests never skip.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, expect, sync_playwright
+from serving import HOSTILE, hostile_capture, land, serving, tree
+
+from asz.synth import SynthOptions, synthesize
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} is missing: .ci/run installs it (apt-get install chromium)")
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+def test_a_person_finds_every_session_clicks_to_the_break_and_fetches_the_body(
+    browser: Browser, tmp_path: Path
+) -> None:
+    claude = tmp_path / "claude"
+    expected = synthesize(claude, SynthOptions())
+    root = land(tmp_path, claude)
+    before = tree(root)
+    injected = next(b for b in expected["cache_breaks"] if b["injected"] == "tools_added")
+    session_id = injected["session"]
+    with serving(root, tmp_path / "home") as served:
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(served.base + "/")
+        sessions = page.locator("#sessions a.session-link")
+        shown = {sessions.nth(n).get_attribute("title") for n in range(sessions.count())}
+        assert shown == {session["id"] for session in expected["sessions"]}
+
+        page.locator(f'#sessions a[title="{session_id}"]').click()
+        expect(page).to_have_url(f"{served.base}/sessions/{session_id}")
+        expect(page.locator("svg.chart rect.break").first).to_be_attached()
+        page.locator(f'#timeline a.call-link[href$="/calls/{injected["message_id"]}"]').click()
+        expect(page).to_have_url(re.compile(f"/calls/{injected['message_id']}$"))
+
+        difference = page.locator("#difference")
+        expect(difference).to_contain_text("mcp__linear__create_issue")
+        change = difference.locator("details.change", has_text="mcp__linear__create_issue")
+        expect(change.locator(".what")).to_have_text("added")
+        expect(change.locator("tr.added td.new").first).to_be_visible()
+        expect(page.locator("#cache")).to_contain_text("tools")
+
+        link = page.locator("#request-body")
+        assert link.get_attribute("href") == f"/sessions/{session_id}/bodies/{injected['request']}"
+        response = page.request.get(served.base + str(link.get_attribute("href")))
+        source = next(b for b in expected["bodies"] if b["id"] == injected["request"])["file"]
+        assert response.status == 200
+        assert response.body() == (claude / source).read_bytes()
+        assert errors == []
+        page.close()
+    assert tree(root) == before
+
+
+def test_script_in_a_body_is_shown_as_text_and_never_runs(browser: Browser, tmp_path: Path) -> None:
+    claude = tmp_path / "claude"
+    session, message_id = hostile_capture(claude)
+    root = land(tmp_path, claude)
+    with serving(root, tmp_path / "home") as served:
+        page = browser.new_page()
+        dialogs: list[str] = []
+        page.on("dialog", lambda dialog: dialogs.append(dialog.message))
+        for path in ("/", f"/sessions/{session}", f"/sessions/{session}/calls/{message_id}"):
+            page.goto(served.base + path)
+            page.wait_for_load_state("load")
+            assert page.evaluate("typeof window.aszPwned") == "undefined", path
+            assert page.locator("script").count() == 0
+            assert page.locator('a[href^="javascript:"]').count() == 0
+            assert page.locator("img").count() == 0
+        messages = page.locator("#messages")
+        for hostile in HOSTILE:
+            expect(messages.get_by_text(hostile).first).to_be_visible()
+        expect(page.locator("#messages .reminder").first).to_contain_text(HOSTILE[0])
+        expect(page.locator("#response")).to_contain_text(HOSTILE[2])
+        for text in page.locator("#messages a").all_inner_texts():
+            assert "click me" not in text
+        assert page.evaluate("typeof window.aszPwned") == "undefined"
+        assert dialogs == []
+        page.close()
