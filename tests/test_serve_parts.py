@@ -3,12 +3,16 @@ requests, the side-by-side rows, the Host rule, pages and the list's choices."""
 
 from __future__ import annotations
 
+import anyio
 import pytest
+import structlog
 from hypothesis import given
 from hypothesis import strategies as st
+from structlog.testing import capture_logs
 
 from asz.web.access import AccessError, access_for, split_host
 from asz.web.compare import difference
+from asz.web.contained import Contained
 from asz.web.diff import CONTEXT, side_by_side
 from asz.web.pagination import page_of
 from asz.web.request import request_parts, segments
@@ -170,3 +174,32 @@ def test_a_page_number_is_one_of_the_pages() -> None:
     assert page_of(1000, 200, "99").number == 5
     assert page_of(1000, 200, "-1").number == 1 and page_of(0, 200, None).count == 1
     assert page_of(1000, 200, "9" * 40).number == 1
+
+
+@pytest.mark.parametrize("fails_after_start", [False, True])
+def test_a_failing_page_answers_500_and_logs_no_message(fails_after_start: bool) -> None:
+    secret = "a prompt the user typed"
+
+    async def failing(scope: dict, receive: object, send: object) -> None:
+        if fails_after_start:
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+        raise ValueError(f"could not read {secret}")
+
+    sent: list[dict] = []
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    scope = {"type": "http", "method": "GET", "path": "/sessions/x", "headers": []}
+    with capture_logs() as logged:
+        app = Contained(failing, structlog.get_logger())  # type: ignore[arg-type]
+        anyio.run(app, scope, receive, send)
+    assert logged == [
+        {"event": "page_failed", "log_level": "error", "path": "/sessions/x", "error": "ValueError"}
+    ]
+    assert secret not in repr(logged) + repr(sent)
+    starts = [m for m in sent if m["type"] == "http.response.start"]
+    assert [m["status"] for m in starts] == [200] if fails_after_start else [500]

@@ -11,15 +11,18 @@ from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
+from structlog.typing import FilteringBoundLogger
 
 from asz.web.access import Access
+from asz.web.contained import Contained
 from asz.web.guard import Guard
 from asz.web.library import Library, Missing
 from asz.web.pages import Pages
 
 
-def create_app(library: Library, access: Access) -> ASGIApp:
-    """The ASGI application serving ``library`` under the rules of ``access``."""
+def create_app(library: Library, access: Access, log: FilteringBoundLogger) -> ASGIApp:
+    """The ASGI application serving ``library`` under the rules of ``access``; a page that
+    fails is logged to ``log`` without its message (``asz.web.contained``)."""
     pages = Pages(library)
     app = Starlette(
         routes=[
@@ -31,4 +34,4 @@ def create_app(library: Library, access: Access) -> ASGIApp:
         ],
         exception_handlers={Missing: pages.missing, 404: pages.missing},
     )
-    return Guard(app, access)
+    return Contained(Guard(app, access), log)

@@ -44,7 +44,7 @@ def bind(host: str, port: int) -> socket.socket:
 def serve(library: Library, access: Access, sock: socket.socket, log: FilteringBoundLogger) -> None:
     """Serves until SIGINT or SIGTERM."""
     config = uvicorn.Config(
-        create_app(library, access),
+        create_app(library, access, log),
         log_config=None,
         access_log=False,
         lifespan="off",
