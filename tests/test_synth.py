@@ -609,6 +609,7 @@ def test_cache_breaks_are_injected_and_recorded(cap: Loaded) -> None:
             "effort",
             "fast_mode",
             "model",
+            "model",
             "system",
             "tools_added",
             "tools_denied",
@@ -618,6 +619,9 @@ def test_cache_breaks_are_injected_and_recorded(cap: Loaded) -> None:
             "upgrade",
         ]
         details = " ".join(b["detail"] for b in breaks)
+        # To the model that keeps its cache and back to one the price table prices.
+        assert "claude-opus-4-6 -> claude-opus-5-5" in details
+        assert "claude-opus-5-5 -> claude-opus-4-6" in details
         assert " added" in details and " denied" in details and " loaded" in details
         for brk in breaks:
             request = cap.bodies[brk["request"]]

@@ -190,7 +190,8 @@ class SessionSimulation:
         session offers nothing to change (no deferred tool to load)."""
         chain = self.main
         if planned == "model":
-            old, chain.model = chain.model, SWITCH_MODEL
+            new = SWITCH_MODEL if chain.model == MAIN_MODEL else MAIN_MODEL
+            old, chain.model = chain.model, new
             return "model", f"model {old} -> {chain.model}"
         if planned == "effort":
             old, chain.effort = chain.effort, NEXT_EFFORT[chain.effort]

@@ -13,12 +13,22 @@ from asz.synth.options import SynthOptions
 Position = tuple[int, int]
 """(turn, step): turns count from 1, steps are the main calls of a turn from 0."""
 
-TURN_START_CAUSES = ("ttl", "model", "effort", "effort", "system", "upgrade", "fast_mode")
+TURN_START_CAUSES = (
+    "ttl",
+    "model",
+    "effort",
+    "effort",
+    "model",
+    "system",
+    "upgrade",
+    "fast_mode",
+)
 """Changes a user makes between turns, placed at a turn start when one is free."""
 ANYWHERE_CAUSES = ("tools_added", "tools_denied", "tools_loaded")
-AROUND_THE_SWITCH = ("effort", "model", "effort")
-"""The order of the effort changes and the model switch: one effort change on the first model
-(a miss), one on the model switched to (which keeps its cache)."""
+AROUND_THE_SWITCH = ("effort", "model", "effort", "model")
+"""The order of the effort changes and the model switches: one effort change on the first
+model (a miss), one on the model switched to (which keeps its cache), then back to the first
+model, which the price table prices (the models that keep their cache have no public price)."""
 
 
 @dataclass(frozen=True)
