@@ -235,16 +235,17 @@ def _version_of(text: str | None) -> str | None:
 
 
 def _outer_key(outer: bytes) -> tuple[bytes, str | None]:
-    """The digest of a request's bytes around its messages with the billing block's text
-    left out, and that text; the whole bytes' digest and None when the text is not found
-    once, whole, unescaped, at the start of a string."""
+    """A request's bytes around its messages with the billing block's text left out, and
+    that text; the bytes whole and None when the text is not found once, whole, unescaped,
+    at the start of a string. The bytes themselves are the key: equal keys are equal bytes."""
     at = outer.find(_BILLING_BYTES)
     end = outer.find(b'"', at)
-    if at > 0 and outer[at - 1] == ord('"') and end > 0 and outer.count(_BILLING_BYTES) == 1:
+    once = outer.find(_BILLING_BYTES, at + 1) < 0
+    if at > 0 and outer[at - 1] == ord('"') and end > 0 and once:
         text = outer[at:end]
         if b"\\" not in text:
-            return _digest(outer[:at] + outer[end:]), text.decode()
-    return _digest(outer), None
+            return outer[:at] + outer[end:], text.decode()
+    return outer, None
 
 
 def _message_of(value: object, intern: Interner) -> _Message:
@@ -337,8 +338,8 @@ class ShapeReader:
         self._reads: OrderedDict[str, _Read | None] = OrderedDict()
         self._latest: str | None = None
         self._outers: OrderedDict[bytes, tuple[_Outer, str | None]] = OrderedDict()
-        """What was read around the messages, by :func:`_outer_key`: a chain's requests
-        repeat it, so each is parsed once."""
+        """What was read around the messages, by :func:`_outer_key` (a few times 100 KB): a
+        chain's requests repeat it, so each is parsed once."""
 
     def shape(self, record_id: str) -> Shape | None:
         """The shape of request ``record_id``; None when it is not a JSON object (or does not
