@@ -65,6 +65,33 @@ class ServiceConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ArchiveConfig:
+    """The team archive ``asz push`` writes to and ``--root s3://...`` reads (``asz.archive``).
+
+    Credentials are never here: they come from the standard AWS environment variables, or the
+    shared config and credentials files and profile (docs/security.md).
+    """
+
+    url: str = ""
+    """``s3://bucket/prefix``; empty: no archive."""
+    endpoint: str = ""
+    """An S3-compatible service's URL (MinIO, R2, ...); empty: AWS, or ``AWS_ENDPOINT_URL``."""
+    region: str = ""
+    """Empty: ``AWS_REGION``, the profile's, or the client's default."""
+    workers: int = 8
+    """Uploads in flight at once."""
+    attempts: int = 6
+    """Tries of one request before it counts as failed (resets, 5xx, throttling)."""
+    backoff: float = 0.25
+    """Seconds the first retry waits at most; each next one doubles it, with full jitter."""
+    backoff_cap: float = 20.0
+    cache_bytes: int = 1024 * 1024 * 1024
+    """The bound of the local cache of landed files read from an archive."""
+    unhealthy_after: float = 900.0
+    """Seconds pushes may keep failing before ``/healthz`` says so."""
+
+
+@dataclass(frozen=True, slots=True)
 class ModelPrice:
     """What a model's tokens cost, in US dollars per million tokens."""
 
@@ -89,10 +116,20 @@ class Config:
     sessions: SessionFilter = SessionFilter()
     adapters: Adapters = Adapters()
     service: ServiceConfig = ServiceConfig()
+    archive: ArchiveConfig = ArchiveConfig()
+    root_url: str = ""
+    """The archive ``--root`` (or ``ASZ_ROOT``, or ``root``) named instead of a directory
+    (``s3://bucket/prefix``): the reading commands read it, the commands that write into a
+    root refuse to run, and any other finds no root at ``root``."""
     prices: tuple[tuple[str, ModelPrice], ...] = ()
     """The config file's ``[prices."<model or family>"]`` tables, in file order: they win
     over the shipped price table (see ``asz.view.prices``)."""
     source_file: Path | None = None
+
+    @property
+    def location(self) -> str:
+        """The root as ``asz.store.open_store`` takes it: the archive's URL, or the directory."""
+        return self.root_url or str(self.root)
 
     @property
     def projects_dirs(self) -> tuple[Path, ...]:
@@ -190,7 +227,7 @@ def default_config_file(env: Mapping[str, str]) -> Path:
 
 def load_config(
     config_file: Path | None = None,
-    root: Path | None = None,
+    root: Path | str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Config:
     """Builds the configuration a command runs with.
@@ -219,13 +256,27 @@ def load_config(
     merged: Config = _merge(base, table, where, prefix="")
     if merged.compression not in COMPRESSIONS:
         raise ConfigError(f"{where}: compression must be one of {', '.join(COMPRESSIONS)}")
-    chosen_root = root or (Path(env["ASZ_ROOT"]) if env.get("ASZ_ROOT") else None)
-    if chosen_root is None and raw_root:
-        chosen_root = Path(raw_root)
+    chosen_root: Path | str | None = root or env.get("ASZ_ROOT") or raw_root or None
     if chosen_root is not None:
-        merged = replace(merged, root=_absolute(chosen_root))
+        merged = replace(merged, root=_absolute(Path(chosen_root)))
+    if isinstance(chosen_root, str) and "://" in chosen_root:
+        # ``root`` stays the path the text would name, which no command finds a root at, so
+        # a command that reads no archive says so rather than using another root.
+        merged = replace(merged, root_url=_archive_url(chosen_root, where))
+    if merged.archive.url:
+        _archive_url(merged.archive.url, where)
     _check_budgets(merged, where)
     return merged
+
+
+def _archive_url(url: str, where: str) -> str:
+    """An archive's URL, checked: ``s3://bucket/prefix`` is the one form read."""
+    from asz.archive.location import ArchiveError, ArchiveUrl
+
+    try:
+        return str(ArchiveUrl.parse(url))
+    except ArchiveError as err:
+        raise ConfigError(f"{where}: {err}") from None
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -278,7 +329,7 @@ def model_prices(value: Any, where: str) -> tuple[tuple[str, ModelPrice], ...]:
     return tuple(found)
 
 
-_NOT_IN_FILE = {"source_file", "prices"}
+_NOT_IN_FILE = {"source_file", "prices", "root_url"}
 
 
 def _merge(target: Any, table: Mapping[str, Any], where: str, prefix: str) -> Any:
@@ -327,6 +378,15 @@ def _check_budgets(config: Config, where: str) -> None:
         adapter: AdapterConfig = getattr(config.adapters, name)
         if adapter.max_delta_bytes < 4096:
             raise ConfigError(f"{where}: adapters.{name}.max_delta_bytes must be at least 4096")
+    archive = config.archive
+    if archive.workers < 1 or archive.attempts < 1 or archive.cache_bytes < 0:
+        raise ConfigError(
+            f"{where}: archive.workers and archive.attempts must be at least 1, "
+            "archive.cache_bytes not negative"
+        )
+    for key in ("backoff", "backoff_cap", "unhealthy_after"):
+        if getattr(archive, key) < 0:
+            raise ConfigError(f"{where}: archive.{key} must not be negative")
     service = config.service
     for key in (
         "batch_window",

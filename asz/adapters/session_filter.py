@@ -163,3 +163,12 @@ class SessionJudge:
         if any(self.matcher.passes(directory, cwds) for directory in sorted(dirs)):
             return Verdict.COLLECT
         return Verdict.EXCLUDE
+
+
+def landed_admits(config: Config, store: Store) -> Callable[[str], bool | None]:
+    """The filter's verdict on a landed session, judged by what landed alone (the Claude Code
+    directories are not read): True to collect, False excluded, None waiting. What ``asz push``
+    pushes, so a session the filter excludes now never leaves the machine, whenever it landed."""
+    judge = SessionJudge(config, store, discovered={})
+    answers = {Verdict.COLLECT: True, Verdict.EXCLUDE: False, Verdict.WAIT: None}
+    return lambda session: answers[judge.judge(session)]

@@ -19,6 +19,7 @@ from asz.commands import (
     cache,
     collect,
     demo,
+    push,
     restore,
     serve,
     service,
@@ -47,6 +48,7 @@ class Command(Protocol):
 # In the order ``asz --help`` lists them.
 COMMANDS: dict[str, Command] = {
     "collect": collect,
+    "push": push,
     "sessions": sessions,
     "verify": verify,
     "body": body,

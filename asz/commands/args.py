@@ -17,7 +17,7 @@ from asz.commands.exits import UsageError
 
 if TYPE_CHECKING:
     from asz.config import Config
-    from asz.store import Session
+    from asz.store import Session, Store
 
 _AGE = re.compile(r"(\d{1,6})([mhdw])")
 _AGE_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -36,10 +36,11 @@ def common_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--root",
-        type=Path,
+        type=root_argument,
         default=argparse.SUPPRESS,
         help="the storage root (default: $ASZ_ROOT, else root in the config file, else "
-        "$XDG_DATA_HOME/asz, i.e. ~/.local/share/asz)",
+        "$XDG_DATA_HOME/asz, i.e. ~/.local/share/asz); the reading commands also read a team "
+        "archive, s3://bucket/prefix",
     )
     common.add_argument(
         "--config",
@@ -49,6 +50,42 @@ def common_options() -> argparse.ArgumentParser:
         "~/.config/asz/asz.toml, when it exists)",
     )
     return common
+
+
+def root_argument(text: str) -> Path | str:
+    """A directory, or an archive's URL kept as written (a path would fold its ``//``)."""
+    return text if "://" in text else Path(text)
+
+
+def open_root(config: Config, missing: str | None = "there is no storage root at") -> Store:
+    """The root a reading command reads: the archive ``--root`` names (with ``[archive]``'s
+    endpoint, region and cache), or a directory, which must exist unless ``missing`` is None:
+    a typo in --root must not read as an empty root (``missing`` starts the usage error)."""
+    from asz.store import open_store
+
+    if config.root_url:
+        from asz.archive import open_archive
+
+        store = open_store(open_archive(config.root_url, config.archive))
+        try:  # an archive that cannot be listed is as absent as a missing directory
+            store.backend.list("")  # kept: the command's own listing costs nothing more
+        except OSError as err:
+            raise UsageError(f"cannot read the archive {config.root_url}: {err.strerror}") from None
+        return store
+    if missing is not None and not config.root.is_dir():
+        raise UsageError(f"{missing} {config.root}")
+    return open_store(config.root)
+
+
+def local_root(config: Config, command: str) -> Path:
+    """The directory a command that writes into a root works in; a usage error when --root
+    names an archive, which only ``asz push`` writes to, from a root."""
+    if config.root_url:
+        raise UsageError(
+            f"{command} works on a storage root directory, not on {config.root_url}; "
+            "an archive is read with --root and written by asz push"
+        )
+    return config.root
 
 
 def add_session(parser: argparse.ArgumentParser, *, optional: bool = False) -> None:
@@ -63,10 +100,11 @@ def landed_session(config: Config, session: str) -> Session:
     """The landed session the text names (its id in any case, or a unique prefix), read
     through the store; a usage error (exit 2) when it cannot name one, names none, or starts
     several ids (the message names a few)."""
-    from asz.store import AmbiguousId, NotASession, UnknownSession, open_store
+    from asz.store import AmbiguousId, NotASession, UnknownSession
 
+    store = open_root(config, missing=None)  # a session of a missing root is unknown
     try:
-        return open_store(config.root).find_session(session)
+        return store.find_session(session)
     except (NotASession, UnknownSession, AmbiguousId) as err:
         raise UsageError(str(err)) from None
 

@@ -11,6 +11,7 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from asz.commands.args import local_root
 from asz.commands.exits import EXIT_FAILED, EXIT_OK
 from asz.config import Config, ServiceConfig
 from asz.output import LOG_FORMATS, log_to_stderr
@@ -77,6 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
+    local_root(config, "asz collect")
     config = service_config(args, config)
     if not args.once:
         from asz.daemon.service import run_service

@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from asz.commands.args import local_root
 from asz.commands.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from asz.config import AdapterConfig, Adapters, Config
 from asz.words import count, size
@@ -42,7 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, config: Config) -> int:
     keep: Path | None = args.keep
-    given: Path | None = getattr(args, "root", None)  # --root on the command line, not a config's
+    given: Path | str | None = getattr(args, "root", None)  # --root given, not a config's
+    if isinstance(given, str):
+        given = local_root(config, "asz demo")  # an archive: refused, saying why
     root_dir = given or (keep / "root" if keep else None)
     for chosen in (keep, root_dir):
         if chosen is not None and chosen.exists() and any(chosen.iterdir()):

@@ -18,8 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from asz.commands.args import SINCE_HELP, parse_since
-from asz.commands.exits import UsageError
+from asz.commands.args import SINCE_HELP, open_root, parse_since
 
 if TYPE_CHECKING:
     from asz.config import Config
@@ -73,11 +72,7 @@ class Listed:
 def list_sessions(config: Config, args: argparse.Namespace) -> Listed:
     """The landed sessions ``args.project`` and ``args.since`` pick, newest first; a usage
     error (exit 2) when there is no root to list."""
-    from asz.store import open_store
-
-    if not Path(config.root).is_dir():
-        raise UsageError(f"there is no storage root at {config.root}")
-    store = open_store(config.root)
+    store = open_root(config)
     ids = store.sessions()
     shown: list[SessionSummary] = []
     problems: list[Problem] = []
@@ -108,7 +103,7 @@ def _wanted(summary: SessionSummary, project: str | None, since: datetime | None
 def say_none_listed(config: Config, args: argparse.Namespace) -> None:
     """On stderr, why a listing printed nothing: nothing landed, or nothing matched."""
     said = "no landed session matches" if filtering(args) else "no sessions have landed"
-    print(f"asz: {said} under {config.root}", file=sys.stderr)
+    print(f"asz: {said} under {config.location}", file=sys.stderr)
 
 
 def project_shown(project: str | None) -> str:

@@ -11,10 +11,14 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from asz.commands.exits import EXIT_FAILED, EXIT_OK, UsageError
 from asz.config import Config
 from asz.output import LOG_FORMATS
+
+if TYPE_CHECKING:
+    from asz.store import Store
 
 SUMMARY = "serve a local, read-only web view of the root: sessions, calls, requests, bodies"
 DEFAULT_LISTEN = "127.0.0.1:9478"
@@ -53,21 +57,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _opened(config: Config) -> Store:
+    """The root to serve, opened so that nothing is written to it: a directory on a backend
+    that refuses every write, or an archive (whose backend writes only its local cache)."""
+    from asz.commands.args import open_root
+    from asz.web.readonly import open_readonly
+
+    if config.root_url:
+        return open_root(config)
+    if not Path(config.root).is_dir():
+        raise UsageError(f"there is no storage root at {config.root}")
+    return open_readonly(config.root)
+
+
 def run(args: argparse.Namespace, config: Config) -> int:
     from asz.daemon.http import ListenError, parse_listen
     from asz.daemon.logs import configure_logging
     from asz.view.prices import price_table
     from asz.web.access import AccessError, access_for, load_token
     from asz.web.library import Library
-    from asz.web.readonly import open_readonly
     from asz.web.server import bind, serve
 
     try:
         host, port = parse_listen(args.listen)
     except ListenError as err:
         raise UsageError(str(err)) from None
-    if not Path(config.root).is_dir():
-        raise UsageError(f"there is no storage root at {config.root}")
+    store = _opened(config)
     try:
         token = load_token(os.environ, args.token_file)
         access_for(host, port, token, tuple(args.allow_host))
@@ -81,6 +96,6 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return EXIT_FAILED
     access = access_for(host, sock.getsockname()[1], token, tuple(args.allow_host))
     log = configure_logging(sys.stdout, args.log_format)
-    library = Library(open_readonly(config.root), price_table(config.prices))
+    library = Library(store, price_table(config.prices))
     serve(library, access, sock, log)
     return EXIT_OK

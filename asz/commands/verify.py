@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from asz.commands.args import add_session, landed_session
-from asz.commands.exits import UsageError
+from asz.commands.args import add_session, landed_session, open_root
 from asz.config import Config
 
 SUMMARY = "check every landed file and rebuild every landed body"
@@ -24,20 +23,17 @@ def run(args: argparse.Namespace, config: Config) -> int:
     from asz.commands.problems import report_problems
     from asz.output import print_json
     from asz.progress import progress
-    from asz.store import open_store
     from asz.words import count, listing
 
-    if not config.root.is_dir():
-        # A typo in --root must not read as a root that verifies.
-        raise UsageError(f"no storage root at {config.root}")
-    store = open_store(config.root)
+    # A typo in --root must not read as a root that verifies.
+    store = open_root(config, missing="no storage root at")
     sessions = None if args.session is None else [landed_session(config, args.session).id]
     with progress("verifying") as shown:
         report = store.verify(sessions, shown)
     if args.json:
         print_json(report.as_dict())
     elif not report.sessions and not report.problems:
-        print(f"the root {config.root} holds no landed session: nothing to verify")
+        print(f"the root {config.location} holds no landed session: nothing to verify")
     else:
         checked = listing(
             [

@@ -60,6 +60,29 @@ class HealthState:
     """Source directories not there at the last look: not an error, since Claude Code may
     make them later, but the first thing to check when nothing lands."""
 
+    unhealthy_after: float | None = None
+    """Seconds pushes to the archive may keep failing before the service is unhealthy; None
+    without an archive."""
+    push_failing_since: float | None = None
+    """Monotonic time of the first failed push since the last one without an error."""
+    last_push: dict[str, Any] | None = None
+
+    def push_done(self, counts: dict[str, Any] | None, failed: bool) -> None:
+        """A push ended; ``counts`` is None when it crashed."""
+        if counts is not None:
+            self.last_push = counts
+        if not failed:
+            self.push_failing_since = None
+        elif self.push_failing_since is None:
+            self.push_failing_since = time.monotonic()
+
+    def pushes_failing(self, now: float) -> float | None:
+        """For how long pushes have failed, once that is longer than ``unhealthy_after``."""
+        since = self.push_failing_since
+        if since is None or self.unhealthy_after is None:
+            return None
+        return now - since if now - since > self.unhealthy_after else None
+
     def tick(self) -> None:
         self.last_tick = time.monotonic()
 
@@ -72,8 +95,12 @@ class HealthState:
         now = time.monotonic()
         silent = now - self.last_tick
         alive = silent < STALL_SECONDS
-        return alive, {
-            "status": "ok" if alive else "stalled",
+        failing = self.pushes_failing(now)
+        status = "ok" if alive else "stalled"
+        if alive and failing is not None:
+            status = "push_failing"
+        report = {
+            "status": status,
             "version": self.version,
             "uptime_seconds": round(now - self.started_monotonic, 3),
             "loop_silent_seconds": round(silent, 3),
@@ -82,6 +109,15 @@ class HealthState:
             "last_pass": self.last_pass,
             "sources_absent": self.sources_absent,
         }
+        if self.unhealthy_after is not None:
+            report["archive"] = {
+                "failing_seconds": None
+                if self.push_failing_since is None
+                else round(now - self.push_failing_since, 3),
+                "unhealthy_after": self.unhealthy_after,
+                "last_push": self.last_push,
+            }
+        return status == "ok", report
 
 
 class _Server(ThreadingHTTPServer):

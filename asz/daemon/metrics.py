@@ -17,6 +17,7 @@ from asz.view.families import CACHE_CAUSES, FAMILIES, TOKEN_KINDS
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from asz.archive.push import PushTally
     from asz.tally import Tally
     from asz.view.families import CacheCounts
 
@@ -90,6 +91,7 @@ class ServiceMetrics:
             "asz_build_info", "The running asz version.", ["version"], registry=self.registry
         ).labels(version).set(1)
         self.cache_cost = CacheCostMetrics(self.registry)
+        self.archive = ArchiveMetrics(self.registry)
 
     def record_pass(self, counts: Tally, finished_at: float) -> None:
         self.bodies_waiting.set(counts.bodies_waiting)
@@ -118,6 +120,59 @@ class ServiceMetrics:
     def exposition(self) -> bytes:
         """The text format Prometheus scrapes."""
         return generate_latest(self.registry)
+
+
+# -- team archive ------------------------------------------------------------------------------
+
+
+class ArchiveMetrics:
+    """What the pushes to the team archive did and left (``asz.archive.push``); all zero while
+    no ``[archive] url`` is set."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        def gauge(name: str, doc: str) -> Gauge:
+            return Gauge(name, doc, registry=registry)
+
+        def counter(name: str, doc: str) -> Counter:
+            return Counter(name, doc, registry=registry)
+
+        self.waiting_files = gauge(
+            "asz_archive_waiting_files", "Landed files not in the archive yet, as of the last push."
+        )
+        self.waiting_bytes = gauge(
+            "asz_archive_waiting_bytes", "Bytes of the landed files not in the archive yet."
+        )
+        self.conflicts = gauge(
+            "asz_archive_conflicts",
+            "Objects holding other bytes than this root's, and sessions another root holds, as "
+            "of the last push; every push is incomplete while any stay.",
+        )
+        self.pushed_files = counter("asz_archive_pushed_files_total", "Objects pushed.")
+        self.pushed_bytes = counter("asz_archive_pushed_bytes_total", "Bytes of objects pushed.")
+        self.errors = counter(
+            "asz_archive_push_errors_total",
+            "Pushes that failed, whole or in part (after their retries).",
+        )
+        self.retries = counter(
+            "asz_archive_retries_total",
+            "Requests to the archive tried again (resets, 5xx, throttling).",
+        )
+        self.last_success = gauge(
+            "asz_archive_last_push_success_timestamp_seconds",
+            "Unix time the last push without an error finished; 0 before the first.",
+        )
+
+    def record(self, tally: PushTally, finished_at: float) -> None:
+        self.waiting_files.set(tally.waiting_files)
+        self.waiting_bytes.set(tally.waiting_bytes)
+        self.conflicts.set(len(tally.conflicts) + len(tally.held_elsewhere))
+        self.pushed_files.inc(tally.files)
+        self.pushed_bytes.inc(tally.bytes)
+        self.retries.inc(tally.retries)
+        if tally.errors:
+            self.errors.inc()
+        else:
+            self.last_success.set(finished_at)
 
 
 # -- cache cost --------------------------------------------------------------------------------

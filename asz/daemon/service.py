@@ -34,6 +34,7 @@ from asz.daemon.http import HealthState, ListenError, StatusServer
 from asz.daemon.logs import configure_logging
 from asz.daemon.metrics import ServiceMetrics
 from asz.daemon.notify import Notifier
+from asz.daemon.pushes import PushLoop
 from asz.daemon.settle import BodyCheck, Kind, SettleQueue, SourcePaths, check_body
 from asz.daemon.watcher import Armed, EventKind, Rearmed, Target, Watcher, WatchEvent
 from asz.daemon.worker import FIRST_SCAN, RESCAN, PassResult, PassSchedule, PassWorker
@@ -74,8 +75,13 @@ class Service:
         self.as_json = as_json
         self.log = log
         self.root = Root(config.root)
+        self.metrics = ServiceMetrics(__version__)
+        self.health = HealthState(__version__)
         store = open_store(config.root, compression=config.compression)
         self.lander = BodyLander(store)
+        self.pushes = (
+            PushLoop(config, store, self.metrics, self.health, log) if config.archive.url else None
+        )
         self.reports = ReportKeeper(
             store, price_table(config.prices), config.service.report_interval
         )
@@ -86,8 +92,6 @@ class Service:
         self._listing_due = True
         self._rescans = 0
         """The watcher may have missed something: the next pass lists the bodies directory."""
-        self.metrics = ServiceMetrics(__version__)
-        self.health = HealthState(__version__)
         self.notifier = Notifier.from_environ()
         self.sources = SourcePaths.resolve(config.projects_dirs, config.bodies_dirs)
         self._absent: list[Path] | None = None
@@ -133,6 +137,8 @@ class Service:
                         tasks.cancel_scope.cancel()
                     else:
                         tasks.start_soon(self._feed)
+                        if self.pushes is not None:
+                            tasks.start_soon(self.pushes.run)
                         await self.worker.run()
         finally:
             with anyio.CancelScope(shield=True):
@@ -317,6 +323,8 @@ class Service:
             if result.reason == RESCAN:
                 self.metrics.rescans.inc()
             self.health.pass_done(counts.as_dict(), result.finished_at)
+            if self.pushes is not None:
+                self.pushes.passed()
             self._log_pass(result.reason, counts)
             status = f"last pass ({result.reason}): {pass_line(counts, timed=False)}"
         if self.health.ready:

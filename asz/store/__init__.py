@@ -13,6 +13,8 @@ it is described)::
     _state/                                    derived state of the adapters (rebuildable)
         provider-ledger.sqlite                 the body files the provider adapter judged
         provider-index.json                    how far index.jsonl was read
+        archive-pushed.jsonl                   what asz push sent to the team archive
+        archive-push.lock                      one push at a time (flock)
     <session>/                                 a UUID-form session id; nothing else is one
         seq                                    derived: highest sequence number used
         summary.json                           derived: the session in one line (asz sessions)

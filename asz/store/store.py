@@ -118,10 +118,17 @@ class Store:
         )
 
 
-def open_store(location: str | os.PathLike[str], *, compression: str = "zstd") -> Store:
-    """The root at ``location``: a directory today (a bucket's URL is refused until a backend
-    for it exists). Opening reads nothing; a missing directory is an empty root."""
+def open_store(location: str | os.PathLike[str] | Backend, *, compression: str = "zstd") -> Store:
+    """The root at ``location``: a directory, a team archive's ``s3://bucket/prefix`` (read
+    only, configured from the environment; ``asz.archive``), or a backend already opened.
+    Opening reads nothing; a missing directory is an empty root."""
+    if not isinstance(location, str | os.PathLike):
+        return Store(location, compression)
     text = os.fspath(location)
+    if text.startswith("s3://"):
+        from asz.archive import open_archive
+
+        return Store(open_archive(text), compression)
     if "://" in text:
-        raise StoreError(f"{text}: only a directory can be a root")
+        raise StoreError(f"{text}: a root is a directory or an s3://bucket/prefix archive")
     return Store(LocalBackend(Path(text)), compression)

@@ -1,0 +1,45 @@
+"""The team archive: landed files pushed to S3-compatible object storage, and read back.
+
+A root's landed files are written once and never change, which is what object storage is good
+at: ``asz push`` (``asz.archive.push``) creates each one under the archive's prefix at the
+root's own relative path, create-only, and remembers what went (``asz.archive.record``);
+``--root s3://bucket/prefix`` reads an archive through the same store API as a directory
+(``asz.archive.backend``), with a bounded local cache (``asz.archive.cache``). Sessions are
+claimed per root (``asz.archive.claims``), so many machines can push into one prefix and a
+session two of them hold is reported, never merged. See docs/security.md ("The team archive")
+and docs/operations.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from asz.archive.backend import ArchiveBackend
+    from asz.archive.bucket import Bucket
+    from asz.config import ArchiveConfig
+
+
+def open_bucket(url: str, settings: ArchiveConfig | None = None) -> Bucket:
+    """The bucket client for ``url`` with ``settings``' endpoint, region and retries."""
+    from asz.archive.bucket import Bucket
+    from asz.archive.location import ArchiveUrl, open_bucket_store
+    from asz.archive.retry import Backoff
+    from asz.config import ArchiveConfig
+
+    settings = settings or ArchiveConfig()
+    store = open_bucket_store(ArchiveUrl.parse(url), settings.endpoint, settings.region)
+    return Bucket(store, Backoff(settings.attempts, settings.backoff, settings.backoff_cap))
+
+
+def open_archive(url: str, settings: ArchiveConfig | None = None) -> ArchiveBackend:
+    """The archive at ``url`` as a store backend, read-only, with its local cache."""
+    from asz.archive.backend import ArchiveBackend
+    from asz.archive.cache import LocalCache, default_cache_dir
+    from asz.archive.location import ArchiveUrl
+    from asz.config import ArchiveConfig
+
+    settings = settings or ArchiveConfig()
+    parsed = ArchiveUrl.parse(url)
+    cache = LocalCache(default_cache_dir(), str(parsed), settings.cache_bytes)
+    return ArchiveBackend(parsed, open_bucket(url, settings), cache)

@@ -1,0 +1,150 @@
+"""The few requests asz makes of a bucket, each retried, and the create that never replaces.
+
+Every path here is relative to the archive's root (the client adds the prefix). ``create``
+is the only write: a conditional put (``If-None-Match: *``) that the service refuses when the
+key exists, so nothing in the bucket is ever overwritten, whoever else writes to it. A create
+whose answer was lost (a reset after the server took it) is not sent again blind: the next
+try first asks whether the object is there (``HEAD``), so a body goes up once, and an object
+found there is compared with the local bytes before it counts as pushed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import obstore
+from obstore.exceptions import AlreadyExistsError
+
+from asz.archive.retry import Backoff, is_transient
+
+if TYPE_CHECKING:
+    from obstore.store import S3Store
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    """An object as the bucket describes it."""
+
+    path: str
+    size: int
+    etag: str
+
+    @classmethod
+    def of(cls, meta: Any) -> Meta:
+        return cls(str(meta["path"]), int(meta["size"]), str(meta.get("e_tag") or "").strip('"'))
+
+    def plain_md5(self) -> str | None:
+        """The ETag when it has an MD5's form (32 hex digits: a single-part upload; with
+        SSE-KMS it is one and still no MD5 of the bytes); None when it has not."""
+        tag = self.etag.lower()
+        return tag if len(tag) == 32 and all(c in "0123456789abcdef" for c in tag) else None
+
+
+class Created(Enum):
+    CREATED = "created"
+    """The object was not there and now holds the bytes."""
+    SAME = "same"
+    """It was there already, holding the same bytes."""
+    OTHER = "other"
+    """It is there holding other bytes: a conflict, left as it is."""
+
+
+class Absent:
+    """Known to be absent (a listing or the push record says so). What is known of a key
+    before a create (``Known``) is this, a ``Meta`` (it is there), or None (unknown)."""
+
+
+ABSENT = Absent()
+Known = Meta | Absent | None
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class Bucket:
+    """One archive's client, with one retry policy for every request."""
+
+    store: S3Store
+    backoff: Backoff = field(default_factory=Backoff)
+    failed: Callable[[BaseException], None] | None = None
+    """Told of every transient failure (the service counts them)."""
+
+    def _retry(self, call: Callable[[], T]) -> T:
+        return self.backoff.run(call, failed=self.failed)
+
+    def head(self, path: str) -> Meta | None:
+        return self._retry(lambda: self._head_once(path))
+
+    def get(self, path: str) -> bytes:
+        """The whole object; FileNotFoundError when there is none."""
+        return self._retry(lambda: bytes(obstore.get(self.store, path).bytes()))
+
+    def get_range(self, path: str, start: int, length: int) -> bytes:
+        if length <= 0:
+            return b""
+        return self._retry(
+            lambda: bytes(obstore.get_range(self.store, path, start=start, length=length))
+        )
+
+    def list_dir(self, directory: str) -> tuple[list[str], list[Meta]]:
+        """The names of the directories and the objects directly in ``directory``."""
+
+        def look() -> tuple[list[str], list[Meta]]:
+            found = obstore.list_with_delimiter(self.store, directory or None)
+            dirs = [str(prefix).rsplit("/", 1)[-1] for prefix in found["common_prefixes"]]
+            return dirs, [Meta.of(meta) for meta in found["objects"]]
+
+        return self._retry(look)
+
+    def list_all(self, prefix: str) -> list[Meta]:
+        """Every object under ``prefix`` (a whole listing is retried from its start)."""
+        return self._retry(
+            lambda: [Meta.of(m) for chunk in obstore.list(self.store, prefix) for m in chunk]
+        )
+
+    def create(self, path: str, data: bytes, known: Known = ABSENT) -> Created:
+        """Puts ``data`` at ``path`` unless an object is there. ``known`` is what is known
+        of the key before: ABSENT sends at once, None (unknown, e.g. an earlier push that
+        stopped while sending it) looks first, a Meta is compared without sending."""
+        tried = 0
+        while True:
+            try:
+                if known is None:
+                    known = self._head_once(path) or ABSENT
+                if isinstance(known, Meta):
+                    return Created.SAME if self.holds(known, data) else Created.OTHER
+                try:
+                    obstore.put(self.store, path, data, mode="create", use_multipart=False)
+                except AlreadyExistsError:
+                    known = None
+                    continue
+                return Created.CREATED
+            except Exception as err:
+                tried += 1
+                if not is_transient(err) or tried >= self.backoff.attempts:
+                    raise
+                if self.failed is not None:
+                    self.failed(err)
+                known = None  # the put may have landed before its answer was lost
+                time.sleep(self.backoff.wait(tried))
+
+    def _head_once(self, path: str) -> Meta | None:
+        try:
+            return Meta.of(obstore.head(self.store, path))
+        except FileNotFoundError:
+            return None
+
+    def holds(self, meta: Meta, data: bytes) -> bool:
+        """Whether the object ``meta`` describes holds exactly ``data``: by size, then by an
+        ETag equal to their MD5, else by reading it (a conflict is never said on an ETag)."""
+        if meta.size != len(data):
+            return False
+        md5 = meta.plain_md5()
+        if md5 is not None and md5 == hashlib.md5(data, usedforsecurity=False).hexdigest():
+            return True
+        # An ETag that is no MD5 of the bytes (multipart, SSE-KMS) says nothing: read them.
+        return self.get(meta.path) == data

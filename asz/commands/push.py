@@ -1,0 +1,108 @@
+"""``asz push``: one push of the root's landed files into the team archive (``[archive] url``).
+
+The push lives in :mod:`asz.archive.push`; this module checks there is an archive to push to,
+runs one pass under the push lock, and turns its counts into words (or ``--json``) and the
+exit code ``asz collect --once`` would give: 0 complete, 1 when something failed or conflicts.
+``--dry-run`` lists what would go and sends nothing (it reads no bucket, so it needs no
+credentials): what leaves the machine, seen before the first push.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from asz.commands.args import local_root
+from asz.commands.exits import EXIT_FAILED, EXIT_OK, UsageError
+from asz.config import Config
+from asz.words import count, listing, size
+
+if TYPE_CHECKING:
+    from asz.archive.push import PushTally
+
+SUMMARY = "push every landed file of the admitted sessions to the team archive ([archive] url)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the pass's counts as JSON")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list every file that would go, with its size, and send nothing",
+    )
+    parser.add_argument(
+        "--relist",
+        action="store_true",
+        help="forget the local record of what was pushed and rebuild it by listing the "
+        "archive (what is there with this root's bytes is not sent again)",
+    )
+
+
+def run(args: argparse.Namespace, config: Config) -> int:
+    from asz.adapters.session_filter import landed_admits
+    from asz.archive import open_bucket
+    from asz.archive.location import ArchiveUrl
+    from asz.archive.push import PushBusy, Pusher, push_line, push_lock
+    from asz.output import print_json
+    from asz.store import open_store
+    from asz.store.root import UnsafeRoot
+
+    root = local_root(config, "asz push")
+    if not config.archive.url:
+        raise UsageError("no archive to push to: set url in the [archive] table of the config")
+    if not root.is_dir():
+        raise UsageError(f"there is no storage root at {root}")
+    bucket = open_bucket(config.archive.url, config.archive)
+    store = open_store(root)
+    pusher = Pusher(
+        root,
+        store,
+        landed_admits(config, store),
+        ArchiveUrl.parse(config.archive.url),
+        bucket,
+        workers=config.archive.workers,
+    )
+    try:
+        with push_lock(root):
+            tally = pusher.run(dry_run=args.dry_run, relist=args.relist)
+    except (PushBusy, UnsafeRoot) as err:
+        print(f"asz: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        print_json(
+            {**tally.as_dict(), "would_push": [list(item) for item in tally.would_push]}
+            if args.dry_run
+            else tally.as_dict()
+        )
+    elif args.dry_run:
+        for path, length in tally.would_push:
+            print(f"{size(length):>10}  {path}")
+        total = sum(length for _path, length in tally.would_push)
+        print(
+            f"would push {count(len(tally.would_push), 'landed file')} ({size(total)}) "
+            f"to {tally.archive}"
+        )
+        if tally.rebuilt:
+            print(
+                "there is no local record of earlier pushes: a push lists the archive first "
+                "and sends none of these that are there already"
+            )
+    else:
+        print(push_line(tally))
+    _say_trouble(tally)
+    return EXIT_OK if tally.complete else EXIT_FAILED
+
+
+def _say_trouble(tally: PushTally) -> None:
+    for key in tally.conflicts:
+        print(f"asz: conflict: {key} holds other bytes than this root's file", file=sys.stderr)
+    if tally.held_elsewhere:
+        print(
+            f"asz: {listing(tally.held_elsewhere)}: held by another root too (its claim in the "
+            "archive names another first landed file); none of this root's files of it are "
+            "pushed: leave it out with the session filter, or keep it local",
+            file=sys.stderr,
+        )
+    for error in tally.errors:
+        print(f"asz: error: {error}", file=sys.stderr)

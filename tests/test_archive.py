@@ -1,0 +1,332 @@
+"""``asz push`` and ``--root s3://...`` against a real S3-protocol server on the loopback.
+
+A synthetic capture is landed by the real collector, pushed by the real ``asz push`` through a
+counting proxy (``s3server``), and read back by every reading command over the bucket, which
+must say exactly what it says over the local root.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from archive_roots import Machine, landed_keys
+from s3server import BUCKET, S3Server, proxied
+from serving import serving
+from test_store_api import run_example
+
+from asz.store import open_store
+from asz.synth import SynthOptions
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[S3Server]:
+    server = S3Server()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def landed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Machine, dict]:
+    """One machine with a capture landed (shared: the tests copy nothing into it)."""
+    machine = Machine(tmp_path_factory.mktemp("laptop"))
+    expected = machine.land(SynthOptions(sessions=2, index=True))
+    return machine, expected
+
+
+def _prefix(request: pytest.FixtureRequest) -> str:
+    return "t-" + hashlib.sha256(request.node.name.encode()).hexdigest()[:10]
+
+
+def test_push_sends_every_landed_file_once_and_nothing_derived(
+    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+) -> None:
+    machine, _ = landed
+    prefix = _prefix(request)
+    with proxied(s3) as proxy:
+        config = machine.configure(proxy.endpoint, prefix)
+        done = machine.push(config, "--json")
+        assert done.returncode == 0, done.stderr
+        counts = json.loads(done.stdout)
+        want = landed_keys(machine.store(), prefix)
+        assert counts["files"] == len(want) and counts["complete"]
+        assert counts["bytes"] == sum(len(data) for data in want.values())
+        again = machine.push(config, "--json")
+        assert again.returncode == 0, again.stderr
+        assert json.loads(again.stdout)["files"] == 0
+        puts = proxy.puts()
+    held = s3.objects(prefix + "/")
+    files = {key: data for key, data in held.items() if "/_archive/" not in key}
+    assert files == want  # every landed file, byte for byte, under the root's own path
+    claims = [key for key in held if "/_archive/claims/" in key]
+    assert len(claims) == len(machine.store().sessions())
+    # Each object was sent once, the second push sent none, nothing derived went.
+    assert set(puts) == set(held) and set(puts.values()) == {1}
+    assert proxy.puts(412) == {}
+    for key in held:
+        assert not key.endswith((".json", "/seq")) or "/_archive/claims/" in key, key
+        assert "/_state/" not in key
+
+
+def test_dry_run_lists_what_would_go_and_sends_nothing(
+    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+) -> None:
+    machine, _ = landed
+    prefix = _prefix(request)
+    with proxied(s3) as proxy:
+        config = machine.configure(proxy.endpoint, prefix)
+        done = machine.push(config, "--dry-run")
+        assert done.returncode == 0, done.stderr
+        assert proxy.seen == []
+    listed = done.stdout.decode()
+    want = landed_keys(machine.store(), prefix)
+    for key in want:
+        assert key.split("/", 1)[1] in listed
+    assert f"would push {len(want)} landed files" in listed
+    assert s3.objects(prefix + "/") == {}
+
+
+def _same(machine: Machine, config: Path, prefix: str, *args: str) -> bytes:
+    """The command over the bucket says exactly what it says over the local root."""
+    local = machine.read_local(*args)
+    remote = machine.read(config, prefix, *args)
+    assert local.returncode == 0, local.stderr
+    assert remote.returncode == 0, remote.stderr
+    assert remote.stdout == local.stdout, args
+    return remote.stdout
+
+
+def test_every_reading_command_reads_the_bucket_as_the_root(
+    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    machine, expected = landed
+    prefix = _prefix(request)
+    config = machine.configure(s3.endpoint, prefix)
+    assert machine.push(config).returncode == 0
+    sessions = json.loads(_same(machine, config, prefix, "sessions", "--json"))
+    assert len(sessions) == 2
+    _same(machine, config, prefix, "verify", "--json")
+    _same(machine, config, prefix, "cache", "--json")
+    _same(machine, config, prefix, "sessions")  # the words too, a second time from the cache
+    for session in sessions:
+        sid = session["id"]
+        _same(machine, config, prefix, "view", sid, "--json")
+        _same(machine, config, prefix, "cache", sid[:8], "--json")
+    # body: the exact bytes Claude Code wrote
+    bodies = [b for b in expected["bodies"] if b["session"] == sessions[0]["id"]][:3]
+    assert bodies
+    for body in bodies:
+        source = machine.claude / "asz" / "provider-bodies" / f"{body['id']}.json"
+        got = machine.read(config, prefix, "body", sessions[0]["id"], body["id"])
+        assert got.returncode == 0, got.stderr
+        assert got.stdout == source.read_bytes()
+    # restore: the transcripts back, byte for byte
+    sid = sessions[1]["id"]
+    back = machine.read(config, prefix, "restore", sid, "--to", str(tmp_path / "back"))
+    assert back.returncode == 0, back.stderr
+    restored = sorted(p for p in (tmp_path / "back").rglob("*") if p.is_file())
+    assert restored
+    for path in restored:
+        source = machine.claude / "projects" / path.relative_to(tmp_path / "back")
+        assert path.read_bytes() == source.read_bytes()
+
+
+def test_reading_the_bucket_writes_nothing_to_it(
+    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+) -> None:
+    machine, _ = landed
+    prefix = _prefix(request)
+    assert machine.push(machine.configure(s3.endpoint, prefix)).returncode == 0
+    before = s3.objects(prefix + "/")
+    with proxied(s3) as proxy:
+        config = machine.configure(proxy.endpoint, prefix)
+        assert machine.read(config, prefix, "sessions").returncode == 0
+        assert machine.read(config, prefix, "cache").returncode == 0
+        assert machine.read(config, prefix, "verify").returncode == 0
+        assert {s.method for s in proxy.seen} <= {"GET", "HEAD"}
+    assert s3.objects(prefix + "/") == before
+
+
+def test_verify_fails_naming_an_object_changed_in_the_bucket(
+    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+) -> None:
+    machine, _ = landed
+    prefix = _prefix(request)
+    config = machine.configure(s3.endpoint, prefix)
+    assert machine.push(config).returncode == 0
+    assert machine.read(config, prefix, "verify").returncode == 0  # and cached locally
+    key = next(k for k in s3.objects(prefix + "/") if "/provider_body/" in k)
+    data = bytearray(s3.objects(key)[key])
+    data[len(data) // 2] ^= 0xFF
+    s3.client().put_object(Bucket=BUCKET, Key=key, Body=bytes(data))
+    done = machine.read(config, prefix, "verify")
+    assert done.returncode == 1
+    assert f"s3://{BUCKET}/{key}" in done.stderr.decode()
+
+
+def test_an_object_with_other_bytes_is_a_named_conflict_left_as_it_is(
+    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+) -> None:
+    machine, _ = landed
+    prefix = _prefix(request)
+    want = landed_keys(machine.store(), prefix)
+    taken = sorted(want)[0]
+    s3.client().put_object(Bucket=BUCKET, Key=taken, Body=b"someone else's bytes")
+    with proxied(s3) as proxy:
+        config = machine.configure(proxy.endpoint, prefix)
+        done = machine.push(config, "--json")
+        assert done.returncode == 1
+        counts = json.loads(done.stdout)
+        assert counts["conflicts"] == [taken] and not counts["complete"]
+        assert counts["files"] == len(want) - 1 and counts["waiting_files"] == 1
+        assert f"conflict: {taken}" in done.stderr.decode()
+        # Every pass counts it while it stays, by looking: its bytes are not sent again.
+        again = machine.push(config, "--json")
+        assert again.returncode == 1
+        assert json.loads(again.stdout)["conflicts"] == [taken]
+        assert proxy.puts(412) == {taken: 1} and proxy.puts(200)[taken] == 0
+    held = s3.objects(prefix + "/")
+    assert held[taken] == b"someone else's bytes"
+    assert all(held[key] == data for key, data in want.items() if key != taken)
+
+
+def test_a_lost_record_is_rebuilt_by_listing_and_nothing_is_sent_again(
+    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+) -> None:
+    machine, _ = landed
+    prefix = _prefix(request)
+    with proxied(s3) as proxy:
+        config = machine.configure(proxy.endpoint, prefix)
+        assert machine.push(config).returncode == 0
+        sent = proxy.requests("PUT")
+        (machine.root / "_state" / "archive-pushed.jsonl").unlink()
+        done = machine.push(config, "--json")
+        assert done.returncode == 0, done.stderr
+        counts = json.loads(done.stdout)
+        assert counts["rebuilt"] and counts["files"] == 0
+        assert counts["already_there"] == len(landed_keys(machine.store(), prefix))
+        assert proxy.requests("PUT") == sent
+        again = machine.push(config, "--json")
+        assert json.loads(again.stdout)["already_there"] == 0
+
+
+def test_the_session_filter_keeps_a_session_on_the_machine(
+    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+) -> None:
+    machine, _ = landed
+    prefix = _prefix(request)
+    store = machine.store()
+    project = store.session(store.sessions()[0]).summary().project_dir
+    config = machine.configure(s3.endpoint, prefix)
+    with config.open("a") as handle:
+        handle.write(f'[sessions]\nexclude = ["{project}"]\n')
+    done = machine.push(config, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["sessions_excluded"] == 1
+    held = s3.objects(prefix + "/")
+    assert not any(store.sessions()[0] in key for key in held)
+    assert any(store.sessions()[1] in key for key in held)
+
+
+def test_push_refuses_an_archive_root_and_a_missing_archive(landed: tuple[Machine, dict]) -> None:
+    machine, _ = landed
+    done = machine.asz("push", "--root", str(machine.root))
+    assert done.returncode == 2 and b"[archive]" in done.stderr
+    done = machine.asz("collect", "--once", "--root", f"s3://{BUCKET}/x")
+    assert done.returncode == 2 and b"not on s3://" in done.stderr
+
+
+def test_the_record_remembers_what_went(
+    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+) -> None:
+    machine, _ = landed
+    prefix = _prefix(request)
+    assert machine.push(machine.configure(s3.endpoint, prefix)).returncode == 0
+    lines = (machine.root / "_state" / "archive-pushed.jsonl").read_bytes().splitlines()
+    assert orjson.loads(lines[0])["archive"] == f"s3://{BUCKET}/{prefix}"
+    done = {orjson.loads(line).get("done") for line in lines[1:]} - {None}
+    assert {f"{prefix}/{path}" for path in done} == set(landed_keys(machine.store(), prefix))
+
+
+def test_the_api_example_reads_the_bucket_as_it_reads_the_root(
+    s3: S3Server,
+    landed: tuple[Machine, dict],
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``open_store("s3://...")`` from the environment alone, as a script of docs/api.md."""
+    machine, _ = landed
+    prefix = _prefix(request)
+    assert machine.push(machine.configure(s3.endpoint, prefix)).returncode == 0
+    local = run_example(tmp_path, machine.root)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    remote = run_example(tmp_path, f"s3://{BUCKET}/{prefix}")  # type: ignore[arg-type]
+    assert remote == local and len(local) == 2
+
+
+def test_a_range_of_an_object_is_a_ranged_read(
+    s3: S3Server,
+    landed: tuple[Machine, dict],
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    machine, _ = landed
+    prefix = _prefix(request)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with proxied(s3) as proxy:
+        assert machine.push(machine.configure(proxy.endpoint, prefix)).returncode == 0
+        monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.endpoint)
+        store = open_store(f"s3://{BUCKET}/{prefix}")
+        session = store.session(store.sessions()[0])
+        name = session.landed()[0]
+        whole = machine.store().backend.read(name.path, 1 << 30)
+        gets = proxy.requests("GET")
+        assert store.backend.read_range(name.path, 5, 40) == whole[5:45]
+        assert store.backend.read_range(name.path, len(whole) - 3, 40) == whole[-3:]
+        assert proxy.requests("GET") == gets + 2  # nothing cached yet: two ranged GETs
+        with pytest.raises(OSError):
+            store.backend.write_temp(name.path, b"x")  # a reader never writes to the bucket
+
+
+def test_push_writes_nothing_through_a_link_in_the_root(
+    s3: S3Server, landed: tuple[Machine, dict], tmp_path: Path
+) -> None:
+    machine, _ = landed
+    copy = Machine(tmp_path / "copy")
+    shutil.copytree(machine.root, copy.root, ignore=shutil.ignore_patterns("_state"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (copy.root / "_state").symlink_to(elsewhere)
+    done = copy.push(copy.configure(s3.endpoint, "linked"))
+    assert done.returncode == 1 and b"symbolic link" in done.stderr
+    assert list(elsewhere.iterdir()) == []
+    assert s3.objects("linked/") == {}
+
+
+def test_asz_serve_serves_the_bucket_as_the_root(
+    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+) -> None:
+    machine, expected = landed
+    prefix = _prefix(request)
+    config = machine.configure(s3.endpoint, prefix)
+    assert machine.push(config).returncode == 0
+    sid = expected["sessions"][0]["id"]
+    body = next(b for b in expected["bodies"] if b["session"] == sid)
+    source = machine.claude / "asz" / "provider-bodies" / f"{body['id']}.json"
+    remote = f"s3://{BUCKET}/{prefix}"
+    home = machine.base / "home"
+    with serving(remote, home, "--config", str(config), env=machine.env()) as served:
+        listing = served.get("/")
+        assert listing.status == 200
+        assert all(session["id"] in listing.text for session in expected["sessions"])
+        assert served.get(f"/sessions/{sid}").status == 200
+        got = served.get(f"/sessions/{sid}/bodies/{body['id']}")
+        assert got.status == 200 and got.body == source.read_bytes()

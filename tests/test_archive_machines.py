@@ -1,0 +1,102 @@
+"""Many machines, one archive: each pushes its own sessions into one prefix, each reads the
+union back, and a session two roots hold is reported by name, never merged."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from archive_roots import Machine, landed_keys
+from s3server import S3Server, proxied
+
+from asz.synth import SynthOptions
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[S3Server]:
+    server = S3Server()
+    yield server
+    server.stop()
+
+
+def _two(tmp_path: Path) -> tuple[Machine, Machine]:
+    first, second = Machine(tmp_path / "one"), Machine(tmp_path / "two")
+    first.land(SynthOptions(seed=1, sessions=2))
+    second.land(SynthOptions(seed=2, sessions=1))
+    assert not set(first.store().sessions()) & set(second.store().sessions())
+    return first, second
+
+
+def test_two_roots_push_into_one_prefix_and_both_read_the_union(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    first, second = _two(tmp_path)
+    prefix = "machines-union"
+    configs = [machine.configure(s3.endpoint, prefix) for machine in (first, second)]
+    for machine, config in zip((first, second), configs, strict=True):
+        done = machine.push(config, "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["held_elsewhere"] == []
+    union = sorted(first.store().sessions() + second.store().sessions())
+    for machine, config in zip((first, second), configs, strict=True):
+        listed = json.loads(machine.read(config, prefix, "sessions", "--json").stdout)
+        assert sorted(session["id"] for session in listed) == union
+        verified = machine.read(config, prefix, "verify", "--json")
+        assert verified.returncode == 0, verified.stderr
+        assert json.loads(verified.stdout)["sessions"] == 3
+    # Another machine's session, read from the bucket, is what its own root says.
+    theirs = second.store().sessions()[0]
+    local = second.read_local("view", theirs, "--json")
+    remote = first.read(configs[0], prefix, "view", theirs, "--json")
+    assert remote.returncode == 0 and remote.stdout == local.stdout
+
+
+def test_a_session_two_roots_hold_is_reported_and_never_merged(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    first = Machine(tmp_path / "one")
+    first.land(SynthOptions(seed=3, sessions=2))
+    # A second machine sharing the home directory: the same Claude Code files, its own root.
+    second = Machine(tmp_path / "two")
+    shutil.copytree(first.claude, second.claude)
+    second.land()
+    prefix = "machines-shared"
+    assert first.push(first.configure(s3.endpoint, prefix)).returncode == 0
+    before = s3.objects(prefix + "/")
+    with proxied(s3) as proxy:
+        config = second.configure(proxy.endpoint, prefix)
+        done = second.push(config, "--json")
+        assert done.returncode == 1
+        counts = json.loads(done.stdout)
+        assert sorted(counts["held_elsewhere"]) == sorted(second.store().sessions())
+        assert counts["files"] == 0 and counts["waiting_files"] == len(
+            landed_keys(second.store(), prefix)
+        )
+        assert "held by another root" in done.stderr.decode()
+        assert proxy.requests("PUT") == 0  # nothing of it was sent
+        # Every push says so again while it stays.
+        assert json.loads(second.push(config, "--json").stdout)["held_elsewhere"]
+    assert s3.objects(prefix + "/") == before
+    verified = first.read(first.configure(s3.endpoint, prefix), prefix, "verify")
+    assert verified.returncode == 0, verified.stderr
+
+
+def test_a_root_moved_to_another_machine_carries_on_without_sending_again(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    first = Machine(tmp_path / "one")
+    first.land(SynthOptions(seed=4, sessions=1))
+    prefix = "machines-moved"
+    assert first.push(first.configure(s3.endpoint, prefix)).returncode == 0
+    moved = Machine(tmp_path / "new-laptop")
+    shutil.copytree(first.root, moved.root, ignore=shutil.ignore_patterns("_state"))
+    with proxied(s3) as proxy:
+        done = moved.push(moved.configure(proxy.endpoint, prefix), "--json")
+        assert done.returncode == 0, done.stderr
+        counts = json.loads(done.stdout)
+        assert counts["files"] == 0 and counts["held_elsewhere"] == []
+        assert counts["already_there"] == len(landed_keys(first.store(), prefix))
+        assert proxy.requests("PUT") == 0

@@ -1,0 +1,82 @@
+"""The parts of the archive that need no server: the local cache of what was read (bounded,
+private, never answering for an object that changed in the bucket) and the settings."""
+
+from __future__ import annotations
+
+import re
+import socket
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from asz.archive.cache import LocalCache
+from asz.config import ConfigError, load_config
+
+
+def test_the_cache_stays_under_its_bound_dropping_the_least_recently_used(
+    tmp_path: Path,
+) -> None:
+    cache = LocalCache(tmp_path / "cache", "s3://team-archive/x", limit=10_000)
+
+    def keep(n: int) -> None:
+        cache.keep_landed(f"s/f-{n}", "etag", bytes([n]) * 1000)
+        time.sleep(0.01)  # file times tell the order of use
+
+    for n in range(9):
+        keep(n)
+    assert cache.landed("s/f-0", "etag") == bytes([0]) * 1000  # used: now the most recent
+    time.sleep(0.01)
+    for n in range(9, 12):
+        keep(n)
+    held = [path.stat().st_size for path in (cache.dir / "landed").iterdir()]
+    assert sum(held) <= 10_000
+    assert cache.landed("s/f-11", "etag") == bytes([11]) * 1000  # the newest are there
+    assert cache.landed("s/f-1", "etag") is None  # the least recently used went
+    assert cache.landed("s/f-0", "etag") is not None  # the oldest, read since, stayed
+    assert cache.landed("s/f-11", "another-etag") is None  # changed in the bucket: not it
+
+
+def test_what_the_cache_holds_is_private(tmp_path: Path) -> None:
+    base = tmp_path / "xdg" / "asz" / "archive"
+    cache = LocalCache(base, "s3://team-archive/x", limit=1 << 20)
+    cache.keep_landed("s/f", "e", b"body")
+    cache.keep_derived("s/summary.json", b"{}")
+    assert cache.derived("s/summary.json") == b"{}"
+    for path in [base, *base.rglob("*")]:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        assert mode == (0o700 if path.is_dir() else 0o600), path
+
+
+def test_archive_settings_are_checked_and_never_hold_credentials(tmp_path: Path) -> None:
+    config_file = tmp_path / "asz.toml"
+    for table, said in (
+        ('url = "http://team-archive/x"', "s3://bucket/prefix"),
+        ('url = "s3://Not_A_Bucket/x"', "not a bucket name"),
+        ('url = "s3://team-archive/a//b"', "empty"),
+        ("workers = 0", "at least 1"),
+        ('secret_access_key = "x"', "unknown key 'archive.secret_access_key'"),
+    ):
+        config_file.write_text(f"[archive]\n{table}\n")
+        with pytest.raises(ConfigError, match=re.escape(said)):
+            load_config(config_file, env={"HOME": str(tmp_path)})
+    config = load_config(root="s3://team-archive/team/", env={"HOME": str(tmp_path)})
+    assert config.root_url == "s3://team-archive/team" and config.location == config.root_url
+    local = load_config(root=tmp_path / "root", env={"HOME": str(tmp_path)})
+    assert local.root_url == "" and local.location == str(tmp_path / "root")
+
+
+def test_an_archive_that_cannot_be_read_is_said_in_one_line(run_asz, tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = tmp_path / "asz.toml"
+    config.write_text(f'[archive]\nendpoint = "http://127.0.0.1:{port}"\nattempts = 2\n')
+    env = {"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_REGION": "us-east-1"}
+    for command in (("sessions",), ("verify",), ("view", "1f1d87f0")):
+        done = run_asz(*command, "--root", "s3://team-archive/x", "--config", str(config), env=env)
+        assert done.returncode == 2, done.stderr
+        said = done.stderr.decode()
+        assert said.startswith("asz: cannot read the archive s3://team-archive/x: ")
+        assert "Traceback" not in said and said.count("\n") == 1
