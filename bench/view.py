@@ -1,31 +1,66 @@
-"""How long ``asz view`` and the cache report take on a long session.
+"""How long ``asz view`` and the cache report take on long sessions, and what memory they need.
 
-Synthesises one session of about ``--calls`` model calls (one prompt's call plus its tool
-calls per turn), lands it with one collector pass, then times ``build_view`` (manifests and
-transcript lines only; joined responses rebuilt) and ``cache_report`` (every request rebuilt,
-and parsed only from where it stops repeating the one before), and counts the request bodies
-the view rebuilt, which should be none.
+For each ``--calls`` figure, synthesises one session of about that many model calls (one
+prompt's call plus its tool calls per turn), lands it with one collector pass (which also
+builds and keeps the session's cache report), then measures, each in a process of its own so
+that its peak RSS is its own:
 
-    .venv/bin/python bench/view.py [--calls 1000] [--tool-calls 3] [--repeat 3] [--keep DIR]
+- ``build_view``: manifests and transcript lines only, joined responses rebuilt;
+- ``cache_report`` built from the landed files: every request read from where it stops
+  repeating the body its record copies, in one walk that holds only the latest requests;
+- ``asz cache SESSION --json``, the command as a person runs it, which reads the kept report.
+
+The baselines are the figures before reports were read through the landed records and kept:
+1.5 s and 255 MB for 1,000 calls, 8.2 s and 725 MB for 3,000 (``asz cache`` alone).
+
+    .venv/bin/python bench/view.py [--calls 1000 5000] [--tool-calls 3] [--keep DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from asz.commands.collect import collect_once
 from asz.config import Config
-from asz.store import BODY_KIND, Store, open_store
-from asz.store.held import HeldBodies
-from asz.store.manifest import Record
+from asz.store import BODY_KIND, open_store
 from asz.synth import SynthOptions, synthesize
+
+BASELINES = {1000: (1.5, 255.0), 3000: (8.2, 725.0)}
+"""Calls -> (seconds, peak RSS in MB) of ``asz cache`` alone before this design."""
+
+_CHILD = """
+import json, sys, time
+from asz.store import open_store
 from asz.view import build_view, cache_report
+def peak_rss_mb():
+    # VmHWM belongs to this process's memory since exec; ru_maxrss would carry the parent's.
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
+store = open_store(sys.argv[1])
+session = store.session(sys.argv[2])
+work = {"build_view": build_view, "cache_report": cache_report}[sys.argv[3]]
+started = time.perf_counter()
+result = work(session)
+seconds = time.perf_counter() - started
+totals = result.get("totals", {})
+print(json.dumps({
+    "seconds": seconds,
+    "rss_mb": peak_rss_mb(),
+    "requests": totals.get("requests"),
+    "by_cause": {cause: entry["requests"] for cause, entry in totals.get("by_cause", {}).items()},
+}))
+"""
 
 
-def land(workdir: Path, calls: int, tool_calls: int) -> tuple[Store, str, float]:
+def land(workdir: Path, calls: int, tool_calls: int) -> tuple[Path, str, float]:
     capture = workdir / "claude"
     turns = max(1, calls // (tool_calls + 1))
     options = SynthOptions(
@@ -37,93 +72,81 @@ def land(workdir: Path, calls: int, tool_calls: int) -> tuple[Store, str, float]
     if collect_once(config, as_json=False) != 0:
         raise SystemExit("the collector pass was not complete")
     landed = time.perf_counter() - started
-    session = expected["sessions"][0]["id"]
-    return open_store(config.root), session, landed
+    return config.root, expected["sessions"][0]["id"], landed
 
 
-class CountingLoads:
-    """Counts, by role, the records any HeldBodies (a SessionBodies too) takes in while
-    installed.
-
-    Taking in a record checks it by hashing what it rebuilds to, so a request never taken in
-    is a request never rebuilt.
-    """
-
-    def __init__(self) -> None:
-        self.by_role: dict[str, int] = {"request": 0, "response": 0}
-        self._original = HeldBodies.add
-
-    def __enter__(self) -> CountingLoads:
-        counts, original = self.by_role, self._original
-
-        def add(bodies: HeldBodies, record: Record) -> None:
-            role = str(record.meta.get("role"))
-            counts[role] = counts.get(role, 0) + 1
-            original(bodies, record)
-
-        HeldBodies.add = add  # type: ignore[method-assign]
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        HeldBodies.add = self._original  # type: ignore[method-assign]
+def in_child(root: Path, session: str, work: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(root), session, work],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    result: dict = json.loads(done.stdout)
+    return result
 
 
-def best_of(repeat: int, work) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = work()
-        best = min(best, time.perf_counter() - started)
-    return best, result
+def timed_command(root: Path, session: str) -> float:
+    """Wall time of ``asz cache SESSION --json``, start to exit."""
+    asz = shutil.which("asz", path=str(Path(sys.executable).parent)) or "asz"
+    started = time.perf_counter()
+    subprocess.run(
+        [asz, "cache", "--root", str(root), session, "--json"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - started
+
+
+def request_megabytes(root: Path, session: str) -> float:
+    landed = open_store(root).session(session)
+    return (
+        sum(
+            record.meta["size"]
+            for _name, landed_file in landed.files(landed.landed(BODY_KIND))
+            for record in landed_file.records
+            if record.meta["role"] == "request"
+        )
+        / 1e6
+    )
+
+
+def measure(workdir: Path, calls: int, tool_calls: int) -> None:
+    root, session, landed = land(workdir, calls, tool_calls)
+    view = in_child(root, session, "build_view")
+    report = in_child(root, session, "cache_report")
+    command_seconds = timed_command(root, session)
+    megabytes = request_megabytes(root, session)
+    print(f"{calls} calls: session {session}, {megabytes:,.0f} MB of requests; landed and kept")
+    print(f"  in {landed:.2f} s")
+    print(f"  build_view        {view['seconds']:6.2f} s  {view['rss_mb']:6.0f} MB peak RSS")
+    line = (
+        f"  cache_report      {report['seconds']:6.2f} s  {report['rss_mb']:6.0f} MB peak RSS"
+        f"  ({megabytes / report['seconds']:,.0f} MB of requests/s)"
+    )
+    baseline = BASELINES.get(calls)
+    if baseline is not None:
+        line += (
+            f"; baseline {baseline[0]} s, {baseline[1]:.0f} MB: "
+            f"{baseline[0] / report['seconds']:.1f}x faster, "
+            f"{baseline[1] / report['rss_mb']:.1f}x less memory"
+        )
+    print(line)
+    print(f"  asz cache --json  {command_seconds:6.2f} s  (the kept report, whole process)")
+    print(f"  causes {report['by_cause']}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--calls", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--tool-calls", type=int, default=3)
-    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="work in this directory and keep it")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as scratch:
-        workdir = args.keep or Path(scratch)
-        workdir.mkdir(parents=True, exist_ok=True)
-        store, session, landed = land(workdir, args.calls, args.tool_calls)
-        landed_session = store.session(session)
-        body_files = landed_session.landed(BODY_KIND)
-        body_bytes = landed_session.landed_bytes(BODY_KIND)
-        request_bytes = sum(
-            record.meta["size"]
-            for _name, landed_file in landed_session.files(body_files)
-            for record in landed_file.records
-            if record.meta["role"] == "request"
-        )
-        # A fresh Session each time, as ``asz view`` and ``asz cache`` open one: nothing read
-        # by one run is kept for the next.
-        view_seconds, view = best_of(args.repeat, lambda: build_view(store.session(session)))
-        with CountingLoads() as counting:
-            build_view(store.session(session))
-        loaded = counting.by_role
-        cache_seconds, report = best_of(1, lambda: cache_report(store.session(session)))
-        summary = view["summary"]
-        print(
-            f"session {session}: {summary['calls']} calls, {summary['bodies_landed']} bodies "
-            f"in {len(body_files)} files ({body_bytes / 1e6:.1f} MB landed); "
-            f"landed in {landed:.2f} s"
-        )
-        print(
-            f"  joined: {summary['requests_joined']} requests, "
-            f"{summary['responses_joined']} responses; unjoined {summary['unjoined_by_reason']}"
-        )
-        print(
-            f"  build_view:   {view_seconds * 1000:8.1f} ms (best of {args.repeat}); "
-            f"records taken in: {loaded['request']} requests, {loaded['response']} responses"
-        )
-        totals = report["totals"]
-        print(
-            f"  cache_report: {cache_seconds * 1000:8.1f} ms; {totals['requests']} requests "
-            f"({request_bytes / 1e6:.0f} MB, {request_bytes / 1e6 / cache_seconds:.0f} MB/s), "
-            f"causes {dict((c, e['requests']) for c, e in totals['by_cause'].items())}"
-        )
+    for calls in args.calls:
+        with tempfile.TemporaryDirectory() as scratch:
+            workdir = (args.keep / str(calls)) if args.keep else Path(scratch)
+            workdir.mkdir(parents=True, exist_ok=True)
+            measure(workdir, calls, args.tool_calls)
 
 
 if __name__ == "__main__":
