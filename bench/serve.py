@@ -28,24 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from asz.commands.collect import collect_once
-from asz.config import Config
-from asz.synth import SynthOptions, synthesize
+from view import land  # this directory's bench/view.py: one long session, landed
 
 TARGETS = {"session": 1.0, "call": 0.5, "rss_mb": 300.0}
-
-
-def land(workdir: Path, calls: int, tool_calls: int) -> tuple[Path, dict]:
-    capture = workdir / "claude"
-    turns = max(1, calls // (tool_calls + 1))
-    options = SynthOptions(
-        seed=7, sessions=1, turns=turns, tool_calls=tool_calls, subagents=2, compactions=1
-    )
-    expected = synthesize(capture, options)
-    config = Config(root=workdir / "root", claude_dirs=(capture,))
-    if collect_once(config, as_json=False) != 0:
-        raise SystemExit("the collector pass was not complete")
-    return config.root, expected
 
 
 def timed_get(port: int, path: str) -> tuple[float, int, int]:
@@ -66,7 +51,7 @@ def peak_rss_mb(pid: int) -> float:
 
 
 def measure(workdir: Path, calls: int, tool_calls: int, request_kb: int) -> None:
-    root, expected = land(workdir, calls, tool_calls)
+    root, expected, _seconds = land(workdir, calls, tool_calls)
     session = expected["sessions"][0]
     joined = {call["request"]: call["message_id"] for call in session["calls"]}
     requests = [b for b in expected["bodies"] if b["role"] == "request" and b["id"] in joined]

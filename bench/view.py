@@ -60,7 +60,9 @@ print(json.dumps({
 """
 
 
-def land(workdir: Path, calls: int, tool_calls: int) -> tuple[Path, str, float]:
+def land(workdir: Path, calls: int, tool_calls: int) -> tuple[Path, dict, float]:
+    """One synthetic session of about ``calls`` calls landed by one collector pass: the root,
+    expected.json, and the seconds the pass took (``bench/serve.py`` lands the same way)."""
     capture = workdir / "claude"
     turns = max(1, calls // (tool_calls + 1))
     options = SynthOptions(
@@ -71,8 +73,7 @@ def land(workdir: Path, calls: int, tool_calls: int) -> tuple[Path, str, float]:
     started = time.perf_counter()
     if collect_once(config, as_json=False) != 0:
         raise SystemExit("the collector pass was not complete")
-    landed = time.perf_counter() - started
-    return config.root, expected["sessions"][0]["id"], landed
+    return config.root, expected, time.perf_counter() - started
 
 
 def in_child(root: Path, session: str, work: str) -> dict:
@@ -112,7 +113,8 @@ def request_megabytes(root: Path, session: str) -> float:
 
 
 def measure(workdir: Path, calls: int, tool_calls: int) -> None:
-    root, session, landed = land(workdir, calls, tool_calls)
+    root, expected, landed = land(workdir, calls, tool_calls)
+    session = expected["sessions"][0]["id"]
     view = in_child(root, session, "build_view")
     report = in_child(root, session, "cache_report")
     command_seconds = timed_command(root, session)

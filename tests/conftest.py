@@ -6,10 +6,14 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from s3server import S3Server
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_ROOT = REPO / "tests" / "fixtures" / "root-0.1.0" / "root"
@@ -68,3 +72,13 @@ def run_asz(tmp_path: Path) -> RunAsz:
         )
 
     return run
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[S3Server]:
+    """An S3-protocol server (moto) on the loopback for the module's tests (``s3server``)."""
+    from s3server import S3Server
+
+    server = S3Server()
+    yield server
+    server.stop()

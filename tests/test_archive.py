@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -22,13 +21,6 @@ from test_store_api import run_example
 
 from asz.store import open_store
 from asz.synth import SynthOptions
-
-
-@pytest.fixture(scope="module")
-def s3() -> Iterator[S3Server]:
-    server = S3Server()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import hashlib
 import json
 import signal
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,13 +22,6 @@ from s3server import CREDENTIALS, FaultProxy, S3Server, archive_config, proxied
 
 from asz.store import open_store
 from asz.synth import SynthOptions
-
-
-@pytest.fixture(scope="module")
-def s3() -> Iterator[S3Server]:
-    server = S3Server()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")

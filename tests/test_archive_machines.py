@@ -5,21 +5,12 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from archive_roots import Machine, landed_keys
 from s3server import S3Server, proxied
 
 from asz.synth import SynthOptions
-
-
-@pytest.fixture(scope="module")
-def s3() -> Iterator[S3Server]:
-    server = S3Server()
-    yield server
-    server.stop()
 
 
 def _two(tmp_path: Path) -> tuple[Machine, Machine]:

@@ -4,23 +4,14 @@ and says how the pushes go in its metrics and on ``/healthz``."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
-import pytest
 from archive_roots import landed_keys
 from harness import Capture, Workspace, http_get, metrics, running, service_port, wait_for
 from s3server import CREDENTIALS, S3Server, archive_config, proxied
 
 from asz.store import open_store
-
-
-@pytest.fixture(scope="module")
-def s3() -> Iterator[S3Server]:
-    server = S3Server()
-    yield server
-    server.stop()
 
 
 def _workspace(tmp_path: Path, endpoint: str, prefix: str, **extra: object) -> Workspace:
