@@ -132,6 +132,23 @@ def test_errors_name_the_object_never_the_credentials(
     _no_secrets(done.stdout + done.stderr)
 
 
+def test_a_bucket_that_stops_answering_mid_command_is_one_line_and_exit_1(
+    s3: S3Server, machine: Machine, tmp_path: Path
+) -> None:
+    prefix = _prefix(tmp_path)
+    config = machine.configure(s3.endpoint, prefix)
+    assert machine.push(config).returncode == 0
+    # The first request (the root's listing) is answered, every later one is cut off.
+    with proxied(s3, lambda method, key, n: "reset-before" if n > 1 else "") as proxy:
+        broken = machine.configure(proxy.endpoint, prefix, attempts=2)
+        done = machine.read(broken, prefix, "sessions")
+    assert done.returncode == 1
+    said = done.stderr.decode().strip().splitlines()
+    assert len(said) == 1 and "the bucket did not answer" in said[0], said
+    assert "Traceback" not in done.stderr.decode()
+    _no_secrets(done.stdout + done.stderr)
+
+
 def test_the_collector_killed_during_a_push(s3: S3Server, tmp_path: Path) -> None:
     prefix = _prefix(tmp_path)
     ws = Workspace(tmp_path)

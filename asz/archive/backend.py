@@ -20,6 +20,7 @@ from asz.archive.cache import LocalCache
 from asz.archive.location import ArchiveUrl
 from asz.store.atomic import DirSyncs
 from asz.store.backend import Entry, TempFile
+from asz.store.errors import StorageUnavailable
 from asz.store.layout import parse_landed
 
 T = TypeVar("T")
@@ -137,4 +138,4 @@ def _reading(path: str, call: Callable[[], T]) -> T:
         raise
     except Exception as err:
         said = (str(err).splitlines() or [type(err).__name__])[0]
-        raise OSError(errno.EIO, f"the bucket did not answer: {said}", path) from None
+        raise StorageUnavailable(errno.EIO, f"the bucket did not answer: {said}", path) from None

@@ -33,6 +33,7 @@ from asz.commands.args import common_options
 from asz.commands.exits import EXIT_FAILED, EXIT_USAGE, UsageError
 from asz.config import Config, ConfigError, load_config
 from asz.output import log_to_stderr
+from asz.store.errors import StorageUnavailable
 
 
 class Command(Protocol):
@@ -100,4 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"asz: {err}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
+        return EXIT_FAILED
+    except StorageUnavailable as err:
+        print(f"asz: {err.filename}: {err.strerror}", file=sys.stderr)
         return EXIT_FAILED

@@ -10,6 +10,11 @@ class StoreError(Exception):
     """What a reader of a root asked for is not there, or does not hold."""
 
 
+class StorageUnavailable(OSError):
+    """The storage a root lives on stopped answering (an archive's bucket, after every retry):
+    a state of the world that a command says in one line and exits 1 on, not a bug."""
+
+
 class UnknownSession(StoreError, LookupError):
     """The root holds no landed session under that id."""
 
