@@ -103,3 +103,31 @@ def test_uninstall_and_status_with_web_name_the_web_unit(tmp_path: Path, capsys)
     assert "systemctl --user disable --now asz-web.service" in capsys.readouterr().out
     assert service_command("status", config, True, "linux", env, web=True) == 0
     assert "status --no-pager asz-web.service" in capsys.readouterr().out
+
+
+def test_an_archive_root_installs_the_web_view_over_it_and_refuses_the_collector(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home)}
+    remote = "s3://team-archive/asz"
+
+    def install(*flags: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*asz_executable(), "service", "install", *flags, "--dry-run", "--root", remote],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    web = install("--web")
+    assert web.returncode == 0, web.stderr
+    exec_start = next(line for line in web.stdout.splitlines() if line.startswith("ExecStart="))
+    assert exec_start.split()[1:] == ["serve", "--root", remote]
+    collector = install()
+    assert collector.returncode == 2
+    assert "the collector service works on a storage root directory" in collector.stderr
+    assert not (home / ".config").exists()

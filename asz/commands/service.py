@@ -41,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
+    from asz.commands.args import local_root
     from asz.daemon.install import service_command
 
+    if not args.web:  # the collector lands into a directory; the web view reads an archive too
+        local_root(config, "the collector service")
     return service_command(args.action, config, dry_run=args.dry_run, web=args.web)

@@ -111,7 +111,7 @@ def serve_arguments(config: Config, env: Mapping[str, str]) -> list[str]:
     not say the same ``XDG_CONFIG_HOME``."""
     from asz.web.access import default_token_file
 
-    arguments = ["serve", "--root", str(config.root)]
+    arguments = ["serve", "--root", config.location]
     if config.source_file is not None:
         arguments += ["--config", str(Path(config.source_file).absolute())]
     token_file = default_token_file(env)
