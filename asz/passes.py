@@ -84,7 +84,9 @@ def run_pass(
         try:
             reports.refresh(time.monotonic())
         except Exception as err:  # derived: what landed stays landed, the next pass retries
-            counts.errors.append(f"keeping cache reports stopped part way: {err!r}")
+            # By its type alone: a report's exception may quote the body it was reading.
+            said = type(err).__name__
+            counts.errors.append(f"keeping cache reports stopped part way: {said}")
     counts.seconds = round(time.monotonic() - started, 6)
     return counts
 
