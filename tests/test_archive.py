@@ -322,3 +322,21 @@ def test_asz_serve_serves_the_bucket_as_the_root(
         assert served.get(f"/sessions/{sid}").status == 200
         got = served.get(f"/sessions/{sid}/bodies/{body['id']}")
         assert got.status == 200 and got.body == source.read_bytes()
+
+
+def test_a_reader_lists_each_session_once_not_each_directory(
+    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+) -> None:
+    machine, expected = landed
+    prefix = _prefix(request)
+    assert machine.push(machine.configure(s3.endpoint, prefix)).returncode == 0
+    with proxied(s3) as proxy:
+        config = machine.configure(proxy.endpoint, prefix)
+        assert machine.read(config, prefix, "sessions").returncode == 0  # reads into the cache
+        proxy.seen.clear()
+        again = machine.read(config, prefix, "sessions", "--json")
+        assert again.returncode == 0, again.stderr
+        # The files come from the local cache: what is left is listing, one per session
+        # (its whole prefix at once) and the root's own.
+        assert len(proxy.seen) <= len(expected["sessions"]) + 2, proxy.seen
+        assert {seen.method for seen in proxy.seen} <= {"GET", "HEAD"}

@@ -18,6 +18,7 @@ from typing import NoReturn, TypeVar
 from asz.archive.bucket import Bucket, Meta
 from asz.archive.cache import LocalCache
 from asz.archive.location import ArchiveUrl
+from asz.bodykeys import is_session_id
 from asz.store.atomic import DirSyncs
 from asz.store.backend import Entry, TempFile
 from asz.store.errors import StorageUnavailable
@@ -40,6 +41,7 @@ class ArchiveBackend:
         self.cache = cache
         self._listed: dict[str, list[Entry]] = {}
         self._meta: dict[str, Meta] = {}
+        self._sessions_listed: set[str] = set()
 
     @property
     def location(self) -> str:
@@ -50,6 +52,11 @@ class ArchiveBackend:
 
     def list(self, directory: str) -> list[Entry]:
         found = self._listed.get(directory)
+        session = directory.split("/", 1)[0]
+        if found is None and is_session_id(session) and session not in self._sessions_listed:
+            self._list_session(session)
+        if found is None and session in self._sessions_listed:
+            found = self._listed.get(directory, [])  # nothing is under it
         if found is None:
             dirs, objects = _reading(directory, lambda: self.bucket.list_dir(directory))
             found = [Entry(name, True) for name in dirs]
@@ -58,6 +65,22 @@ class ArchiveBackend:
                 found.append(Entry(meta.path.rsplit("/", 1)[-1], False))
             self._listed[directory] = found
         return list(found)
+
+    def _list_session(self, session: str) -> None:
+        """Every directory under ``session``, from one listing of all its objects: a reader
+        of a session lists its directories one after another, each a request otherwise."""
+        objects = _reading(session, lambda: self.bucket.list_all(session + "/"))
+        listed: dict[str, dict[str, Entry]] = {}
+        for meta in objects:
+            self._meta[meta.path] = meta
+            parts = meta.path.split("/")
+            for depth in range(1, len(parts)):
+                directory, name = "/".join(parts[:depth]), parts[depth]
+                is_dir = depth < len(parts) - 1
+                listed.setdefault(directory, {}).setdefault(name, Entry(name, is_dir))
+        for directory, entries in listed.items():
+            self._listed[directory] = list(entries.values())
+        self._sessions_listed.add(session)
 
     def _meta_of(self, path: str) -> Meta:
         meta = self._meta.get(path)
