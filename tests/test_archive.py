@@ -31,15 +31,16 @@ def landed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Machine, dict]:
     return machine, expected
 
 
-def _prefix(request: pytest.FixtureRequest) -> str:
+@pytest.fixture
+def prefix(request: pytest.FixtureRequest) -> str:
+    """The test's own prefix in the bucket, so that tests sharing the server share nothing."""
     return "t-" + hashlib.sha256(request.node.name.encode()).hexdigest()[:10]
 
 
 def test_push_sends_every_landed_file_once_and_nothing_derived(
-    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+    s3: S3Server, landed: tuple[Machine, dict], prefix: str
 ) -> None:
     machine, _ = landed
-    prefix = _prefix(request)
     with proxied(s3) as proxy:
         config = machine.configure(proxy.endpoint, prefix)
         done = machine.push(config, "--json")
@@ -66,10 +67,9 @@ def test_push_sends_every_landed_file_once_and_nothing_derived(
 
 
 def test_dry_run_lists_what_would_go_and_sends_nothing(
-    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+    s3: S3Server, landed: tuple[Machine, dict], prefix: str
 ) -> None:
     machine, _ = landed
-    prefix = _prefix(request)
     with proxied(s3) as proxy:
         config = machine.configure(proxy.endpoint, prefix)
         done = machine.push(config, "--dry-run")
@@ -94,10 +94,9 @@ def _same(machine: Machine, config: Path, prefix: str, *args: str) -> bytes:
 
 
 def test_every_reading_command_reads_the_bucket_as_the_root(
-    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest, tmp_path: Path
+    s3: S3Server, landed: tuple[Machine, dict], prefix: str, tmp_path: Path
 ) -> None:
     machine, expected = landed
-    prefix = _prefix(request)
     config = machine.configure(s3.endpoint, prefix)
     assert machine.push(config).returncode == 0
     sessions = json.loads(_same(machine, config, prefix, "sessions", "--json"))
@@ -129,10 +128,9 @@ def test_every_reading_command_reads_the_bucket_as_the_root(
 
 
 def test_reading_the_bucket_writes_nothing_to_it(
-    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+    s3: S3Server, landed: tuple[Machine, dict], prefix: str
 ) -> None:
     machine, _ = landed
-    prefix = _prefix(request)
     assert machine.push(machine.configure(s3.endpoint, prefix)).returncode == 0
     before = s3.objects(prefix + "/")
     with proxied(s3) as proxy:
@@ -145,10 +143,9 @@ def test_reading_the_bucket_writes_nothing_to_it(
 
 
 def test_verify_fails_naming_an_object_changed_in_the_bucket(
-    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+    s3: S3Server, landed: tuple[Machine, dict], prefix: str
 ) -> None:
     machine, _ = landed
-    prefix = _prefix(request)
     config = machine.configure(s3.endpoint, prefix)
     assert machine.push(config).returncode == 0
     assert machine.read(config, prefix, "verify").returncode == 0  # and cached locally
@@ -162,10 +159,9 @@ def test_verify_fails_naming_an_object_changed_in_the_bucket(
 
 
 def test_an_object_with_other_bytes_is_a_named_conflict_left_as_it_is(
-    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+    s3: S3Server, landed: tuple[Machine, dict], prefix: str
 ) -> None:
     machine, _ = landed
-    prefix = _prefix(request)
     want = landed_keys(machine.store(), prefix)
     taken = sorted(want)[0]
     s3.client().put_object(Bucket=BUCKET, Key=taken, Body=b"someone else's bytes")
@@ -188,10 +184,9 @@ def test_an_object_with_other_bytes_is_a_named_conflict_left_as_it_is(
 
 
 def test_a_lost_record_is_rebuilt_by_listing_and_nothing_is_sent_again(
-    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+    s3: S3Server, landed: tuple[Machine, dict], prefix: str
 ) -> None:
     machine, _ = landed
-    prefix = _prefix(request)
     with proxied(s3) as proxy:
         config = machine.configure(proxy.endpoint, prefix)
         assert machine.push(config).returncode == 0
@@ -208,10 +203,9 @@ def test_a_lost_record_is_rebuilt_by_listing_and_nothing_is_sent_again(
 
 
 def test_the_session_filter_keeps_a_session_on_the_machine(
-    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+    s3: S3Server, landed: tuple[Machine, dict], prefix: str
 ) -> None:
     machine, _ = landed
-    prefix = _prefix(request)
     store = machine.store()
     project = store.session(store.sessions()[0]).summary().project_dir
     config = machine.configure(s3.endpoint, prefix)
@@ -234,10 +228,9 @@ def test_push_refuses_an_archive_root_and_a_missing_archive(landed: tuple[Machin
 
 
 def test_the_record_remembers_what_went(
-    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+    s3: S3Server, landed: tuple[Machine, dict], prefix: str
 ) -> None:
     machine, _ = landed
-    prefix = _prefix(request)
     assert machine.push(machine.configure(s3.endpoint, prefix)).returncode == 0
     lines = (machine.root / "_state" / "archive-pushed.jsonl").read_bytes().splitlines()
     assert orjson.loads(lines[0])["archive"] == f"s3://{BUCKET}/{prefix}"
@@ -248,13 +241,12 @@ def test_the_record_remembers_what_went(
 def test_the_api_example_reads_the_bucket_as_it_reads_the_root(
     s3: S3Server,
     landed: tuple[Machine, dict],
-    request: pytest.FixtureRequest,
+    prefix: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """``open_store("s3://...")`` from the environment alone, as a script of docs/api.md."""
     machine, _ = landed
-    prefix = _prefix(request)
     assert machine.push(machine.configure(s3.endpoint, prefix)).returncode == 0
     local = run_example(tmp_path, machine.root)
     monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
@@ -266,12 +258,11 @@ def test_the_api_example_reads_the_bucket_as_it_reads_the_root(
 def test_a_range_of_an_object_is_a_ranged_read(
     s3: S3Server,
     landed: tuple[Machine, dict],
-    request: pytest.FixtureRequest,
+    prefix: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     machine, _ = landed
-    prefix = _prefix(request)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     with proxied(s3) as proxy:
         assert machine.push(machine.configure(proxy.endpoint, prefix)).returncode == 0
@@ -304,10 +295,9 @@ def test_push_writes_nothing_through_a_link_in_the_root(
 
 
 def test_asz_serve_serves_the_bucket_as_the_root(
-    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+    s3: S3Server, landed: tuple[Machine, dict], prefix: str
 ) -> None:
     machine, expected = landed
-    prefix = _prefix(request)
     config = machine.configure(s3.endpoint, prefix)
     assert machine.push(config).returncode == 0
     sid = expected["sessions"][0]["id"]
@@ -325,10 +315,9 @@ def test_asz_serve_serves_the_bucket_as_the_root(
 
 
 def test_a_reader_lists_each_session_once_not_each_directory(
-    s3: S3Server, landed: tuple[Machine, dict], request: pytest.FixtureRequest
+    s3: S3Server, landed: tuple[Machine, dict], prefix: str
 ) -> None:
     machine, expected = landed
-    prefix = _prefix(request)
     assert machine.push(machine.configure(s3.endpoint, prefix)).returncode == 0
     with proxied(s3) as proxy:
         config = machine.configure(proxy.endpoint, prefix)
