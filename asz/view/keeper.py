@@ -17,7 +17,7 @@ from typing import Any
 
 from asz.store import Store, UnknownSession
 from asz.view.families import CacheCounts
-from asz.view.kept import last_kept, session_report
+from asz.view.kept import reported
 from asz.view.prices import PriceTable
 from asz.view.spend import counts_between
 
@@ -62,11 +62,10 @@ class ReportKeeper:
 
     def _refresh(self, session_id: str) -> CacheCounts:
         session = self.store.session(session_id)
+        found = reported(session, self.prices)
         before = self._counted.get(session_id)
-        if before is None:
-            kept = last_kept(session)
-            before = kept["totals"]["by_family"] if kept else None
-        report = session_report(session, self.prices)
-        after = report["totals"]["by_family"]
+        if before is None and found.before is not None:
+            before = found.before["totals"]["by_family"]
+        after = found.report["totals"]["by_family"]
         self._counted[session_id] = after
         return counts_between(before, after)

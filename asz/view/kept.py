@@ -13,6 +13,7 @@ problems is not kept, so the next reader meets them again instead of a report hi
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -32,36 +33,38 @@ def report_path(session: str) -> str:
     return f"{session_dir(session)}/{REPORT_FILE}"
 
 
-def kept_report(session: Session, prices: PriceTable) -> dict[str, Any] | None:
-    """The kept report when it was made from the session's landed files as they are and
-    priced by ``prices``; None otherwise."""
-    value = _read_kept(session)
-    if value is None:
-        return None
-    fresh = value.get("landed") == session.landed_mark()
-    return value["report"] if fresh and value.get("prices") == prices.fingerprint() else None
-
-
-def last_kept(session: Session) -> dict[str, Any] | None:
-    """The report kept last, whatever it was made from (None when there is none)."""
-    value = _read_kept(session)
-    return value["report"] if value is not None else None
+@dataclass(frozen=True, slots=True)
+class Reported:
+    report: dict[str, Any]
+    """The session's report as its landed files are now."""
+    before: dict[str, Any] | None
+    """The report kept before, whatever it was made from (None when there was none): what
+    the collector counted already."""
 
 
 def session_report(session: Session, prices: PriceTable, *, keep: bool = True) -> dict[str, Any]:
     """The session's report: the kept one while it holds, else built (and kept, with
     ``keep``, where the root may be written)."""
-    found = kept_report(session, prices)
-    if found is not None:
-        return found
+    return reported(session, prices, keep=keep).report
+
+
+def reported(session: Session, prices: PriceTable, *, keep: bool = True) -> Reported:
+    """The session's report and the one kept before it, the kept file read once."""
+    value = _read_kept(session)
+    before = value["report"] if value is not None else None
     mark = session.landed_mark()
+    if value is not None and (value.get("landed"), value.get("prices")) == (
+        mark,
+        prices.fingerprint(),
+    ):
+        return Reported(value["report"], before)
     report = cache_report(session, prices)
     if keep and not report["problems"] and mark == session.landed_mark():
         kept = {"schema": _SCHEMA, "landed": mark, "prices": prices.fingerprint(), "report": report}
         # A reader may not be able to write (a read-only root); the report holds regardless.
         with contextlib.suppress(OSError):
             session.store.backend.replace_derived(report_path(session.id), orjson.dumps(kept))
-    return report
+    return Reported(report, before)
 
 
 def _read_kept(session: Session) -> dict[str, Any] | None:
