@@ -17,7 +17,7 @@ from asz.store import BodyManifest, Session
 from asz.view.calls import Call
 from asz.view.causes import agrees_with_provider
 from asz.view.comparisons import compare_requests
-from asz.view.document import ParsedBodies, problems_of
+from asz.view.document import problems_of
 from asz.view.joins import JoinedSession, join_session
 from asz.view.prices import DIGITS, PriceTable, cost_usd, price_table, waste_usd
 from asz.view.spend import by_family
@@ -29,8 +29,9 @@ class _Report:
 
     def __init__(self, session: Session) -> None:
         self.joined = join_session(session)
-        self.lazy = ParsedBodies(session)
-        self.compared = compare_requests(self.joined, self.lazy.problems)
+        self.problems: list[str] = []
+        """What reading the bodies met, besides the session's own problems."""
+        self.compared = compare_requests(self.joined, self.problems)
 
     def usage(self, call: Call) -> tuple[dict[str, Any] | None, Any]:
         """The call's ``usage``: the joined response's, else the transcript's; and the
@@ -116,7 +117,7 @@ def cache_report(session: Session, prices: PriceTable | None = None) -> dict[str
     its call. ``prices`` is the shipped price table when None."""
     report = _Report(session)
     rows = report.rows(prices or price_table())
-    problems = problems_of(report.joined, report.lazy)
+    problems = problems_of(report.joined, report.problems)
     totals = _totals(rows)
     totals["by_family"] = by_family(rows)
     for row in rows:

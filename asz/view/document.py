@@ -69,9 +69,9 @@ def facts_of_response(value: dict[str, Any]) -> dict[str, Any]:
     return {"usage": usage, "stop_reason": value.get("stop_reason"), "cache_miss_reason": miss}
 
 
-def problems_of(joined: JoinedSession, bodies: ParsedBodies) -> list[str]:
-    """Every problem met reading the session, then its bodies, each once."""
-    found = [str(problem) for problem in joined.session.problems] + bodies.problems
+def problems_of(joined: JoinedSession, bodies: list[str]) -> list[str]:
+    """Every problem met reading the session, then those met reading its bodies, each once."""
+    found = [str(problem) for problem in joined.session.problems] + bodies
     return list(dict.fromkeys(found))
 
 
@@ -101,7 +101,7 @@ def build_view(session: Session) -> dict[str, Any]:
             for epoch in joined.transcript.epochs
         ],
         "summary": _summary(joined, calls),
-        "problems": problems_of(joined, responses),
+        "problems": problems_of(joined, responses.problems),
     }
 
 
