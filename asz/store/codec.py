@@ -30,7 +30,7 @@ from typing import Any
 
 from asz.bodykeys import BodyKeys
 from asz.store.bodycache import CACHE_BYTES
-from asz.store.held import MAX_TIPS, Entry, HeldBodies, tail_starts
+from asz.store.held import MAX_TIPS, Entry, HeldBodies
 from asz.store.manifest import (
     MAX_BODY,
     MAX_DEPTH,
@@ -297,7 +297,6 @@ class SessionBodies(HeldBodies):
         record = Record(meta=meta, payload=b"".join(parts))
         views = blob_views(blobs, record.payload)
         new_pieces = {digest: views[i] for digest, i in new_here.items()}
-        tail_views = [self._tail_view(part, views, new_pieces) for part in tail]
         entry = Entry(
             record_id=head["id"],
             role=head["role"],
@@ -307,8 +306,7 @@ class SessionBodies(HeldBodies):
             chain=chain,
             base=base.record_id if base is not None else None,
             copy_len=copy_len,
-            tail=tail_views,
-            starts=tail_starts(copy_len, tail_views),
+            tail=[self._tail_view(part, views, new_pieces) for part in tail],
             meta_json=dumps_meta(meta),
         )
         return record, entry, new_pieces, digests

@@ -52,12 +52,13 @@ class Entry:
     base: str | None
     copy_len: int
     tail: list[memoryview]
-    starts: list[int]
-    """Where each part of ``tail`` starts in the body."""
     meta_json: bytes
+    starts: list[int] | None = None
+    """Where each part of ``tail`` starts in the body: made the first time a span of it is
+    read, so landing, which reads no span, never pays for it."""
 
 
-def tail_starts(copy_len: int, tail: list[memoryview]) -> list[int]:
+def _tail_starts(copy_len: int, tail: list[memoryview]) -> list[int]:
     """Where each part of a tail starts in its body."""
     starts, pos = [], copy_len
     for view in tail:
@@ -167,13 +168,16 @@ class HeldBodies:
         end = min(end, entry.size)
         if entry.base is not None and start < entry.copy_len:
             self._views(entry.base, start, min(end, entry.copy_len), out)
-        first = max(0, bisect_right(entry.starts, start) - 1)
-        last = bisect_left(entry.starts, end)
+        starts = entry.starts
+        if starts is None:
+            starts = entry.starts = _tail_starts(entry.copy_len, entry.tail)
+        first = max(0, bisect_right(starts, start) - 1)
+        last = bisect_left(starts, end)
         if first >= last:
             return
         views = entry.tail[first:last]
-        views[-1] = views[-1][: end - entry.starts[last - 1]]
-        views[0] = views[0][max(0, start - entry.starts[first]) :]
+        views[-1] = views[-1][: end - starts[last - 1]]
+        views[0] = views[0][max(0, start - starts[first]) :]
         out.extend(views)
 
     def check(self, record: Record) -> bytes:
@@ -300,7 +304,6 @@ class HeldBodies:
             base=base.record_id if base is not None else None,
             copy_len=copy_len,
             tail=tail,
-            starts=tail_starts(copy_len, tail),
             meta_json=dumps_meta(meta),
         )
         return entry, new_pieces
