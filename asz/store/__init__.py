@@ -19,6 +19,7 @@ it is described)::
         seq                                    derived: highest sequence number used
         summary.json                           derived: the session in one line (asz sessions)
         cache.json                             derived: the cache report, kept (asz cache)
+    manifests.json                         derived: every landed body's manifest, by file
         provider_body/provider_body-<seq>.asz  landed provider bodies
         provider_index/provider_index-<seq>.asz  landed index.jsonl lines
         transcripts/

@@ -5,8 +5,9 @@ A body may copy from bodies and name pieces in earlier files of its session, so 
 rebuilding one means holding every record up to the one that has it, in landing order:
 :class:`BodyLoader` takes the files in sequence order only as far as it must and keeps what it
 took. A response usually copies nothing: when its manifest was read (``Session.manifests``)
-it is rebuilt from its own record and the pieces it names, found in the ``new`` blobs of the
-session's records, without holding any request; the codec still checks it against its digest.
+it is rebuilt from its own record, read from the file its manifest names, and the pieces it
+names, found in the ``new`` blobs of the session's records, without holding any request; the
+codec still checks it against its digest.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from asz.store.errors import BodyNotFound
 from asz.store.held import HeldBodies
-from asz.store.layout import BODY_KIND, LandedName
+from asz.store.layout import BODY_KIND, LandedName, bodies_dir
 from asz.store.manifest import CodecError, Record, Repeat, new_pieces, referenced_pieces
 
 if TYPE_CHECKING:
@@ -93,14 +94,18 @@ class BodyReader:
         self.session = session
         self._loader: BodyLoader | None = None
         self._alone = HeldBodies()
-        self._pieces: dict[str, bytes] | None = None
+        self._responses: dict[str, dict[int, Record]] = {}
+        """Landed file name -> its response records by row, for each file read for one."""
+        self._pieces: dict[str, bytes] = {}
 
     def body(self, record_id: str, manifests: dict[str, BodyManifest] | None) -> bytes:
         """The body's bytes; ``manifests`` are the session's when they were read."""
         landed = manifests.get(record_id) if manifests is not None else None
-        if landed is not None and landed.record is not None:
+        if landed is not None and landed.role == "response":
+            record = self._response_record(landed)
             try:
-                return self._rebuild_alone(landed.record, manifests or {})
+                if record is not None:
+                    return self._rebuild_alone(record)
             except CodecError:
                 pass
         if self._loader is None:
@@ -114,33 +119,44 @@ class BodyReader:
             raise BodyNotFound(f"session {session} holds no body {record_id}{said}")
         return body
 
-    def _rebuild_alone(self, record: Record, manifests: dict[str, BodyManifest]) -> bytes:
+    def _response_record(self, manifest: BodyManifest) -> Record | None:
+        """A response's landed record, read from its file with the file's other responses
+        (responses are small, and a reader of one often reads them all)."""
+        rows = self._responses.get(manifest.file)
+        if rows is None:
+            rows = self._responses[manifest.file] = {}
+            name = LandedName(
+                manifest.seq, BODY_KIND, f"{bodies_dir(self.session.id)}/{manifest.file}"
+            )
+            for _name, landed in self.session.files([name], problems=[]):
+                for record in landed.records:
+                    if record.meta.get("role") == "response":
+                        rows[record.row] = Record(record.meta, record.payload)
+        return rows.get(manifest.row)
+
+    def _rebuild_alone(self, record: Record) -> bytes:
         record_id = str(record.meta.get("id"))
         if not self._alone.holds(record_id):
-            for digest in referenced_pieces(record.meta):
-                piece = self._piece_bytes(manifests).get(digest)
+            wanted = referenced_pieces(record.meta)
+            self._find_pieces(wanted - self._pieces.keys())
+            for digest in wanted:
+                piece = self._pieces.get(digest)
                 if piece is None:
                     raise CodecError(f"no landed record holds piece {digest}")
                 self._alone.hold_piece(piece)
             self._alone.add(record)
         return self._alone.rebuild(record_id)
 
-    def _piece_bytes(self, manifests: dict[str, BodyManifest]) -> dict[str, bytes]:
-        """The pieces any kept response names, from the ``new`` blobs of the session's landed
+    def _find_pieces(self, wanted: set[str]) -> None:
+        """Keeps the pieces of ``wanted`` from the ``new`` blobs of the session's landed
         records; reading stops once every one is found."""
-        if self._pieces is None:
-            wanted: set[str] = set()
-            for manifest in manifests.values():
-                if manifest.record is not None:
-                    wanted |= referenced_pieces(manifest.record.meta)
-            self._pieces = {}
-            if wanted:
-                names = self.session.landed(BODY_KIND)
-                for _name, landed in self.session.files(names, problems=[]):
-                    for record in landed.records:
-                        for digest, piece in new_pieces(Record(record.meta, record.payload)):
-                            if digest in wanted:
-                                self._pieces.setdefault(digest, piece)
-                    if len(self._pieces) == len(wanted):
-                        break
-        return self._pieces
+        if not wanted:
+            return
+        names = self.session.landed(BODY_KIND)
+        for _name, landed in self.session.files(names, problems=[]):
+            for record in landed.records:
+                for digest, piece in new_pieces(Record(record.meta, record.payload)):
+                    if digest in wanted:
+                        self._pieces.setdefault(digest, piece)
+            if wanted <= self._pieces.keys():
+                return

@@ -164,17 +164,21 @@ def decode_file(path: Path | str, data: bytes, max_bytes: int = MAX_CONTENT_BYTE
 
 
 def _decompress(path: str, data: bytes, max_bytes: int) -> bytes:
-    # Fed in small slices so that no single step can expand past the cap by much: one
-    # zstd block turns a few bytes into at most 128 KiB.
+    # A frame that declares its size within the cap is fed whole: the decoder refuses to
+    # write past the size a frame declares. Any other is fed in small slices, so that no
+    # single step can expand past the cap by much: one zstd block turns a few bytes into at
+    # most 128 KiB.
     chunks: list[bytes] = []
     total = 0
-    decompressor = zstandard.ZstdDecompressor().decompressobj()
-    view = memoryview(data)
     try:
-        for start in range(0, len(view), _FEED_BYTES):
+        declared = zstandard.frame_content_size(data)
+        feed = len(data) if 0 <= declared <= max_bytes else _FEED_BYTES
+        decompressor = zstandard.ZstdDecompressor().decompressobj()
+        view = memoryview(data)
+        for start in range(0, len(view), feed):
             if decompressor.eof:
                 raise LandedFileError(path, "has bytes after its compressed frame")
-            chunk = decompressor.decompress(view[start : start + _FEED_BYTES])
+            chunk = decompressor.decompress(view[start : start + feed])
             total += len(chunk)
             if total > max_bytes:
                 raise LandedFileError(path, f"decompresses past {max_bytes} bytes")

@@ -7,6 +7,7 @@ checked in one way, and a damaged one is skipped the same way everywhere: it bec
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 from collections.abc import Iterable, Iterator
@@ -38,7 +39,8 @@ from asz.store.layout import (
     stream_key,
     transcripts_dir,
 )
-from asz.store.manifest import ROLES, Record
+from asz.store.manifest import ROLES
+from asz.store.manifest_index import IndexedFile, decode_index, encode_index, index_path
 from asz.store.resolve import bodies_starting, body_text, only
 from asz.store.session_facts import SessionFacts, load_facts
 from asz.store.streams import (
@@ -68,9 +70,6 @@ class BodyManifest:
     file: str
     seq: int
     row: int
-    record: Record | None = None
-    """A response's landed record, kept (responses are small) so that it can be rebuilt
-    without loading the session's earlier files."""
 
     @property
     def ref(self) -> dict[str, Any]:
@@ -176,42 +175,69 @@ class Session:
 
     def manifests(self) -> dict[str, BodyManifest]:
         """Every landed body's manifest by record id, in landing order; the first landing of
-        an id wins. Read once per session object."""
+        an id wins. Read once per session object, from the manifest index where it holds
+        (:mod:`asz.store.manifest_index`) and from the body files it lacks."""
         if self._manifests is None:
             self._manifests = {}
-            for name, landed in self.files(self.landed(BODY_KIND)):
-                for record in landed.records:
-                    self._take_manifest(name, landed, record.row, record.meta, record.payload)
+            backend = self.store.backend
+            try:
+                kept = decode_index(self.id, backend.read(index_path(self.id), MAX_CONTENT_BYTES))
+            except OSError:
+                kept = {}
+            files: dict[str, IndexedFile] = {}
+            for name in self.landed(BODY_KIND):
+                entry = self._indexed(name, kept.get(name.name))
+                if entry is None:
+                    continue
+                files[name.name] = entry
+                where = backend.describe(name.path)
+                for row, why in entry.problems:
+                    self.problem(where, row, why)
+                for row, meta in entry.records:
+                    self._take_manifest(name, row, meta)
+            if files != kept:
+                # A reader may not be able to write (a read-only root); the manifests hold.
+                with contextlib.suppress(OSError):
+                    backend.replace_derived(index_path(self.id), encode_index(self.id, files))
         return self._manifests
 
-    def _take_manifest(
-        self, name: LandedName, landed: LandedFile, row: int, meta: dict[str, Any], payload: bytes
-    ) -> None:
+    def _indexed(self, name: LandedName, kept: IndexedFile | None) -> IndexedFile | None:
+        """What a body file holds: from the index while the file has the size it had, else
+        read from the file; None (and a problem) when it does not read."""
+        try:
+            size = self.store.backend.size(name.path)
+        except OSError:
+            size = -1
+        if kept is not None and kept.size == size and all(_is_manifest(m) for _, m in kept.records):
+            return kept
+        try:
+            landed = self.read(name)
+        except LandedFileError as err:
+            self.problem(err.path, err.row, err.why)
+            return None
+        records, problems = [], []
+        for record in landed.records:
+            if _is_manifest(record.meta):
+                records.append((record.row, record.meta))
+            else:
+                problems.append((record.row, "not a provider body manifest"))
+        return IndexedFile.of(size, records, problems)
+
+    def _take_manifest(self, name: LandedName, row: int, meta: dict[str, Any]) -> None:
         assert self._manifests is not None
-        record_id, role = meta.get("id"), meta.get("role")
-        size, sha256, src = meta.get("size"), meta.get("sha256"), meta.get("src")
-        if not (
-            isinstance(record_id, str)
-            and role in ROLES
-            and isinstance(size, int)
-            and isinstance(sha256, str)
-            and isinstance(src, str)
-        ):
-            self.problem(str(landed.path), row, "not a provider body manifest")
-            return
+        record_id = str(meta["id"])
         if record_id in self._manifests:
             return
         self._manifests[record_id] = BodyManifest(
             record_id=record_id,
-            role=str(role),
+            role=str(meta["role"]),
             keys=BodyKeys.from_dict(meta.get("keys")),
-            src=src,
-            size=size,
-            sha256=sha256,
+            src=str(meta["src"]),
+            size=int(meta["size"]),
+            sha256=str(meta["sha256"]),
             file=name.name,
             seq=name.seq,
             row=row,
-            record=Record(meta, payload) if role == "response" else None,
         )
 
     def body_ids(self) -> list[str]:
@@ -355,3 +381,14 @@ class Session:
             if isinstance(value, dict):
                 entries.append(value)
         return entries
+
+
+def _is_manifest(meta: dict[str, Any]) -> bool:
+    """Whether a record's meta carries what a body manifest is read from."""
+    return (
+        isinstance(meta.get("id"), str)
+        and meta.get("role") in ROLES
+        and type(meta.get("size")) is int
+        and isinstance(meta.get("sha256"), str)
+        and isinstance(meta.get("src"), str)
+    )

@@ -1,0 +1,136 @@
+"""The manifest index is derived state: landing leaves one, readers take the manifests of every
+file it lists at the size it had, read every other file from itself, and write it again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+from test_view import land_synth
+
+from asz.store import BODY_KIND, open_store
+from asz.store.manifest_index import INDEX_FILE, decode_index
+from asz.synth import SynthOptions
+from asz.web.readonly import open_readonly
+
+SESSION = "0b6d3c52-4a8e-4f51-9a34-3b9c4f0de1a7"
+
+
+def manifests_of(root: Path, session: str) -> tuple[dict[str, Any], list[str]]:
+    """Every manifest as a plain value, and the problems met reading them, from a fresh store."""
+    landed = open_store(root).session(session)
+    manifests = {key: repr(value) for key, value in landed.manifests().items()}
+    return manifests, [str(problem) for problem in landed.problems]
+
+
+def landed(tmp_path: Path, run_asz: Any) -> tuple[Path, str]:
+    store, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=11, sessions=1, turns=4))
+    return Path(store.location), expected["sessions"][0]["id"]
+
+
+def test_landing_leaves_an_index_that_gives_what_the_files_give(
+    tmp_path: Path, run_asz: Any
+) -> None:
+    root, session = landed(tmp_path, run_asz)
+    index = root / session / INDEX_FILE
+    assert index.is_file() and index.stat().st_mode & 0o777 == 0o600
+    from_index = manifests_of(root, session)
+    index.unlink()
+    from_files = manifests_of(root, session)
+    assert from_index == from_files and from_files[0] and not from_files[1]
+    assert index.is_file(), "a reader that read the files keeps the index again"
+    assert manifests_of(root, session) == from_files
+
+
+def test_a_reader_takes_the_index_without_reading_the_files_it_lists(
+    tmp_path: Path, run_asz: Any
+) -> None:
+    root, session = landed(tmp_path, run_asz)
+    before = manifests_of(root, session)
+    names = open_store(root).session(session).landed(BODY_KIND)
+    # Same names and sizes, other bytes: a reader that read these files would meet problems.
+    for name in names:
+        path = root / name.path
+        path.write_bytes(b"\0" * path.stat().st_size)
+    assert manifests_of(root, session) == before
+    assert run_asz("verify", "--root", str(root)).returncode == 1
+
+
+def test_a_file_of_another_size_or_missing_from_the_index_is_read_from_itself(
+    tmp_path: Path, run_asz: Any
+) -> None:
+    root, session = landed(tmp_path, run_asz)
+    before = manifests_of(root, session)
+    index = root / session / INDEX_FILE
+    kept = orjson.loads(index.read_bytes())
+    name = sorted(kept["files"])[0]
+    size = kept["files"][name][0]
+    del kept["files"][name]
+    index.write_bytes(orjson.dumps(kept))
+    assert manifests_of(root, session) == before
+    assert orjson.loads(index.read_bytes())["files"][name][0] == size
+    kept["files"][name] = [size + 1, [], []]  # another size: the entry does not hold
+    index.write_bytes(orjson.dumps(kept))
+    assert manifests_of(root, session) == before
+    assert orjson.loads(index.read_bytes())["files"][name][0] == size
+
+
+def test_an_unusable_index_is_passed_over(tmp_path: Path, run_asz: Any) -> None:
+    root, session = landed(tmp_path, run_asz)
+    before = manifests_of(root, session)
+    index = root / session / INDEX_FILE
+    kept = orjson.loads(index.read_bytes())
+    name = sorted(kept["files"])[0]
+    broken_row = orjson.loads(orjson.dumps(kept))
+    broken_row["files"][name][1][0][1]["size"] = "many"
+    for damaged in (
+        b"{not json",
+        b"[]",
+        orjson.dumps({**kept, "schema": 99}),
+        orjson.dumps({**kept, "session": SESSION}),
+        orjson.dumps(broken_row),
+    ):
+        index.write_bytes(damaged)
+        assert manifests_of(root, session) == before
+
+
+def test_a_file_that_does_not_read_is_said_each_time_and_never_indexed(
+    tmp_path: Path, run_asz: Any
+) -> None:
+    root, session = landed(tmp_path, run_asz)
+    index = root / session / INDEX_FILE
+    index.unlink()
+    damaged = root / open_store(root).session(session).landed(BODY_KIND)[0].path
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    for _ in range(2):
+        _manifests, problems = manifests_of(root, session)
+        assert len(problems) == 1 and damaged.name in problems[0]
+    assert not index.exists() or damaged.name not in orjson.loads(index.read_bytes())["files"]
+
+
+def test_a_root_that_cannot_be_written_is_read_all_the_same(tmp_path: Path, run_asz: Any) -> None:
+    root, session = landed(tmp_path, run_asz)
+    before = manifests_of(root, session)
+    index = root / session / INDEX_FILE
+    index.unlink()
+    readonly = open_readonly(root).session(session)
+    assert {key: repr(value) for key, value in readonly.manifests().items()} == before[0]
+    assert not readonly.problems and not index.exists()
+
+
+@given(
+    st.recursive(
+        st.none() | st.integers(-(2**63), 2**63 - 1) | st.text(),
+        lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+    )
+)
+def test_any_json_decodes_to_an_index_or_to_none(value: object) -> None:
+    files = decode_index(SESSION, orjson.dumps({"schema": 1, "session": SESSION, "files": value}))
+    for entry in files.values():
+        assert isinstance(entry.size, int) and entry.size >= 0
+        assert all(isinstance(meta, dict) for _row, meta in entry.records)
