@@ -84,6 +84,21 @@ def test_a_decompression_bomb_is_stopped_at_the_cap() -> None:
         decode_file(Path("f"), bomb, max_bytes=1 << 20)
 
 
+def _declaring(size: int, frame: bytes) -> bytes:
+    """``frame`` with the content size its header declares set to ``size`` (a 4-byte field)."""
+    header = zstandard.frame_header_size(frame)
+    assert frame[4] >> 6 == 2, "the frame declares its size in four bytes"
+    return frame[: header - 4] + size.to_bytes(4, "little") + frame[header:]
+
+
+def test_a_frame_that_declares_less_than_it_holds_is_refused_without_writing_past_it() -> None:
+    frame = zstandard.ZstdCompressor(write_checksum=True).compress(b"\0" * (8 << 20))
+    lying = _declaring(1 << 10, frame)
+    assert zstandard.frame_content_size(lying) == 1 << 10
+    with pytest.raises(LandedFileError, match="does not decompress"):
+        decode_file(Path("f"), lying, max_bytes=1 << 20)
+
+
 def test_the_error_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / HEADER["session"] / "provider_body" / "provider_body-00000001.asz"
     path.parent.mkdir(parents=True)
