@@ -31,6 +31,7 @@ import orjson
 import zstandard
 
 from asz import __version__
+from asz.collection import collector_paused
 
 FORMAT = "asz.landed/1"
 WRITER = f"asz/{__version__}"
@@ -204,6 +205,13 @@ def _json_line(path: str, content: bytes, start: int, row: int | None) -> tuple[
 
 
 def _parse(path: str, content: bytes) -> LandedFile:
+    # A body file's record lines hold many thousands of small lists that live as long as the
+    # file: the cycle collector would walk them again and again while they are made.
+    with collector_paused():
+        return _parse_lines(path, content)
+
+
+def _parse_lines(path: str, content: bytes) -> LandedFile:
     header, pos = _json_line(path, content, 0, None)
     if header.get("format") != FORMAT:
         raise LandedFileError(path, f"is not an {FORMAT} file")
