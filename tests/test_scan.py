@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import orjson
@@ -10,7 +11,14 @@ from bodies import SPACING, TOOLS, TOP, Chain, JsonWriter, Obj, interleaved
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asz.store.scan import MIN_PIECE, Layout, NotCuttable, scan_body, scan_rest
+from asz.store.scan import (
+    MIN_PIECE,
+    Layout,
+    NotCuttable,
+    message_spans,
+    scan_body,
+    scan_rest,
+)
 
 
 def spans_text(body: bytes, shape: Layout) -> list[bytes]:
@@ -155,6 +163,36 @@ def test_scanner_finds_what_the_writer_recorded(top: Obj, spacing: str, ascii_on
     assert (shape.pieces, shape.first_message) == (expected.pieces, expected.first_message)
     for mark in shape.marks:  # resuming anywhere on the same body finds the same
         assert scan_rest(body, shape, mark, body) == shape
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(top=TOP, spacing=SPACING, ascii_only=st.booleans())
+def test_message_spans_are_the_messages_elements(top: Obj, spacing: str, ascii_only: bool) -> None:
+    body, _expected = JsonWriter(spacing, ascii_only).document(top)
+    found = message_spans(body)
+    # The first top-level ``messages`` member holding a non-empty array is the one.
+    messages = next(
+        (v for k, v in top if k == "messages" and type(v) is list and v),  # an Obj is an object
+        None,
+    )
+    if messages is None:
+        assert found is None
+        return
+    assert found is not None
+    spans, end = found
+    assert len(spans) == len(messages)
+    for (_, stop), (next_start, _) in itertools.pairwise(spans):
+        assert stop < next_start and body[stop:next_start].strip(b" \t\r\n") == b","
+    for start, stop in spans:
+        loads(body[start:stop])  # each span is one whole JSON value, or this raises
+    assert body[spans[-1][1] : end].strip(b" \t\r\n") == b"]"
+    # What surrounds the array, with the array emptied, is still one object.
+    assert isinstance(loads(body[: spans[0][0]] + b"]" + body[end:]), dict)
+
+
+def loads(data: bytes) -> object:
+    """JSON as the scanner must take it: numbers orjson refuses kept as text."""
+    return json.loads(data, parse_int=str, parse_float=str, parse_constant=str)
 
 
 @settings(max_examples=300, deadline=None)

@@ -181,6 +181,21 @@ def array_items_from(part: bytes) -> tuple[list[tuple[int, int]], int]:
     return _Scanner(part, _blank_escapes(part)).items_from(0)
 
 
+def message_spans(body: bytes) -> tuple[list[tuple[int, int]], int] | None:
+    """The spans of the elements of the top-level ``messages`` array and where it ends, past its
+    ``]``; None when there is no such array or it is empty. Nothing is validated: for a reader
+    that parses each element, and what surrounds the array, by itself (which checks them, and
+    with them the body), and that would pay for parsing a body of many megabytes twice.
+    NotCuttable (or IndexError) when the body does not read as an object."""
+    scanner = _Scanner(body, _blank_escapes(body))
+    pos = _expect(_OPEN_OBJECT, scanner.text, 0).end()
+    if _CLOSE_OBJECT.match(scanner.text, pos) is None:
+        scanner.members(pos)
+    if scanner.messages is None or scanner.messages_end is None:
+        return None
+    return scanner.messages, scanner.messages_end
+
+
 def _members_until(part: bytes, first_message_start: int) -> Layout | None:
     """The shape of ``part``: the rest of a ``messages`` array from an element on, then top-level
     members up to the key ``part`` ends at; None when ``part`` is not that. Everything scanned
@@ -258,6 +273,8 @@ class _Scanner:
         self.tools_arrays: list[tuple[int, int]] = []
         self.tool_pieces: list[tuple[int, int]] = []
         self.first_message: tuple[int, int] | None = None
+        self.messages: list[tuple[int, int]] | None = None
+        """The spans of the first ``messages`` array's elements, when it has any."""
         self.marks: list[int] = []
         self.messages_end: int | None = None
         self.keys_after: list[int] = []
@@ -293,6 +310,7 @@ class _Scanner:
             elif name == "messages" and is_array and self.first_message is None:
                 items, end = self._array_items(start)
                 if items:
+                    self.messages = items
                     self.first_message = items[0]
                     self.marks.extend(item_start for item_start, _ in items[1:])
                     self.messages_end = end

@@ -29,7 +29,7 @@ import orjson
 
 from asz.store.codec import common_prefix
 from asz.store.manifest import MAX_DEPTH
-from asz.store.scan import NotCuttable, array_items_from, scan_body
+from asz.store.scan import NotCuttable, array_items_from, message_spans
 
 SHORT_TTL = 5 * 60
 LONG_TTL = 60 * 60
@@ -388,7 +388,7 @@ class ShapeReader:
         try:
             base, copied = self._better_base(record_id, base_id, base, copied)
             read = self._read_on(record_id, base, copied)
-        except (NotCuttable, ValueError):  # orjson.JSONDecodeError is a ValueError
+        except (NotCuttable, ValueError, IndexError):  # a JSONDecodeError is a ValueError
             read = None
         self._reads[record_id] = read
         if read is not None:
@@ -438,14 +438,12 @@ class ShapeReader:
 
     def _read_whole(self, record_id: str) -> _Read | None:
         body = self.parts.span(record_id, 0, self.parts.size(record_id))
-        cut = scan_body(body)
-        if cut.first_message is None or cut.messages_end is None:
+        found = message_spans(body)
+        if found is None:
             return None
-        start = cut.first_message[0]
-        items, end = array_items_from(body[start:])
-        messages = Messages.of(self._message(body[start + a : start + b]) for a, b in items)
-        marks = [start + a for a, _ in items]
-        return _Read(body[:start], marks, start + end, messages, len(body))
+        items, end = found
+        messages = Messages.of(self._message(body[a:b]) for a, b in items)
+        return _Read(body[: items[0][0]], [a for a, _ in items], end, messages, len(body))
 
     def _message(self, raw: bytes) -> _Message:
         key = _digest(raw)
