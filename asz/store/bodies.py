@@ -115,7 +115,7 @@ class BodyLander:
     def holds(self, session: str, record_id: str) -> str | None:
         """The SHA-256 of a body the session holds under ``record_id``, if any."""
         bodies = self._session(session).bodies
-        return str(bodies.meta(record_id)["sha256"]) if bodies.holds(record_id) else None
+        return bodies.digest(record_id) if bodies.holds(record_id) else None
 
     def land(
         self,

@@ -307,7 +307,6 @@ class SessionBodies(HeldBodies):
             base=base.record_id if base is not None else None,
             copy_len=copy_len,
             tail=[self._tail_view(part, views, new_pieces) for part in tail],
-            meta_json=dumps_meta(meta),
         )
         return record, entry, new_pieces, digests
 

@@ -14,8 +14,6 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from asz.store.bodycache import CACHE_BYTES, BodyCache
 from asz.store.manifest import (
     CHAIN_PATTERN,
@@ -30,7 +28,6 @@ from asz.store.manifest import (
     blob_views,
     check_keys,
     count_of,
-    dumps_meta,
     field_of,
     is_int,
 )
@@ -52,7 +49,6 @@ class Entry:
     base: str | None
     copy_len: int
     tail: list[memoryview]
-    meta_json: bytes
     starts: list[int] | None = None
     """Where each part of ``tail`` starts in the body: made the first time a span of it is
     read, so landing, which reads no span, never pays for it."""
@@ -87,10 +83,9 @@ class HeldBodies:
     def holds(self, record_id: str) -> bool:
         return record_id in self._entries
 
-    def meta(self, record_id: str) -> dict[str, Any]:
-        """A fresh copy of a held record's manifest (KeyError when not held)."""
-        meta: dict[str, Any] = orjson.loads(self._entries[record_id].meta_json)
-        return meta
+    def digest(self, record_id: str) -> str:
+        """The SHA-256 a held record names (KeyError when not held)."""
+        return self._entries[record_id].sha256
 
     def add(self, record: Record) -> None:
         """Check an untrusted record against what is held, and hold it.
@@ -304,7 +299,6 @@ class HeldBodies:
             base=base.record_id if base is not None else None,
             copy_len=copy_len,
             tail=tail,
-            meta_json=dumps_meta(meta),
         )
         return entry, new_pieces
 
