@@ -12,6 +12,7 @@ from test_view import land_synth
 from asz.store import BODY_KIND, Store
 from asz.synth import SynthOptions
 from asz.view.cache import cache_report
+from asz.view.keeper import BUILD_SHARE, ReportKeeper
 from asz.view.kept import REPORT_FILE
 from asz.view.prices import price_table
 
@@ -79,3 +80,20 @@ def test_other_prices_price_the_report_again(tmp_path: Path, run_asz: Any) -> No
     after = cache_json(run_asz, store, "--config", str(config), session)
     assert after["totals"]["cost_usd"] > before["totals"]["cost_usd"]
     assert cache_json(run_asz, store, session) == before
+
+
+def test_a_report_that_takes_long_is_built_again_no_sooner_than_its_share_allows(
+    tmp_path: Path, run_asz: Any
+) -> None:
+    store, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=5, sessions=1, turns=3))
+    session = expected["sessions"][0]["id"]
+    ticks = iter(range(0, 1000, 2))  # each build is timed as taking 2 s
+    keeper = ReportKeeper(store, price_table(), interval=5.0, clock=lambda: next(ticks))
+    built_at = []
+    for now in range(0, 100, 3):
+        keeper.landed([session])
+        keeper.refresh(float(now))
+        if keeper.take_gained():
+            built_at.append(now)
+    assert BUILD_SHARE * 2 > 5.0
+    assert built_at == list(range(0, 100, 42)), "every 2 s build waits 40 s (the next pass on)"
