@@ -11,8 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_view import land_synth
 
+from asz.bodykeys import BodyKeys
 from asz.store import BODY_KIND, open_store
+from asz.store.bodies import BodyLander, IncomingBody
 from asz.store.manifest_index import INDEX_FILE, decode_index
+from asz.store.root import Root
 from asz.synth import SynthOptions
 from asz.web.readonly import open_readonly
 
@@ -134,3 +137,43 @@ def test_any_json_decodes_to_an_index_or_to_none(value: object) -> None:
     for entry in files.values():
         assert isinstance(entry.size, int) and entry.size >= 0
         assert all(isinstance(meta, dict) for _row, meta in entry.records)
+
+
+def test_responses_naming_pieces_landed_in_other_files_are_rebuilt_alone(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    Root(root).ensure()
+    long = {name: name * 3000 for name in "abc"}
+    bodies = {
+        "1.request": {"messages": [{"role": "user", "content": long["a"]}]},
+        "req_1.response": {"id": "msg_1", "content": [{"type": "text", "text": long["a"]}]},
+        "2.request": {"messages": [{"role": "user", "content": [long["b"], long["c"]]}]},
+        "req_2.response": {"id": "msg_2", "content": [long["c"], long["a"], long["b"]]},
+    }
+    incoming = [
+        IncomingBody(
+            record_id=record_id,
+            role=record_id.rsplit(".", 1)[1],
+            src=f"{record_id}.json",
+            body=orjson.dumps(body),
+            keys=BodyKeys(session=SESSION),
+            mtime_ns=n,
+        )
+        for n, (record_id, body) in enumerate(bodies.items())
+    ]
+    outcome = BodyLander(open_store(root)).land(SESSION, incoming, max_delta_bytes=1)
+    assert not outcome.tally.errors
+    session = open_store(root).session(SESSION)
+    names = session.landed(BODY_KIND)
+    segs = {
+        str(record.meta["id"]): [seg[0] for seg in record.meta["segs"]]
+        for _name, landed_file in session.files(names)
+        for record in landed_file.records
+    }
+    assert len(names) == len(bodies), "one body per landed file"
+    assert segs["req_1.response"].count("ref") == 1 and segs["req_2.response"].count("ref") == 3
+    session.manifests()
+    # The later response first: its pieces are in files before it, one of them before the
+    # earlier response, which then finds its piece already read.
+    for record_id in ("req_2.response", "req_1.response", "2.request"):
+        assert session.body(record_id) == orjson.dumps(bodies[record_id])
+    assert not session.problems
