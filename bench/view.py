@@ -7,7 +7,10 @@ that its peak RSS is its own:
 
 - ``build_view``: manifests and transcript lines only, joined responses rebuilt;
 - ``cache_report`` built from the landed files: every request read from where it stops
-  repeating the body its record copies, in one walk that holds only the latest requests;
+  repeating the body its record copies, in one walk that holds only the latest requests,
+  the manifests taken from the kept index (``<session>/manifests.json``);
+- the same with the session's derived state lost (no kept report, no manifest index), as a
+  reader meets it the first time: every body file is also read for its manifests;
 - ``asz cache SESSION --json``, the command as a person runs it, which reads the kept report.
 
 The baselines are the figures before reports were read through the landed records and kept:
@@ -30,7 +33,9 @@ from pathlib import Path
 from asz.commands.collect import collect_once
 from asz.config import Config
 from asz.store import BODY_KIND, open_store
+from asz.store.manifest_index import INDEX_FILE
 from asz.synth import SynthOptions, synthesize
+from asz.view.kept import REPORT_FILE
 
 BASELINES = {1000: (1.5, 255.0), 3000: (8.2, 725.0)}
 """Calls -> (seconds, peak RSS in MB) of ``asz cache`` alone before this design."""
@@ -118,6 +123,9 @@ def measure(workdir: Path, calls: int, tool_calls: int) -> None:
     view = in_child(root, session, "build_view")
     report = in_child(root, session, "cache_report")
     command_seconds = timed_command(root, session)
+    for derived in (REPORT_FILE, INDEX_FILE):
+        (root / session / derived).unlink()
+    lost = in_child(root, session, "cache_report")
     megabytes = request_megabytes(root, session)
     print(f"{calls} calls: session {session}, {megabytes:,.0f} MB of requests; landed and kept")
     print(f"  in {landed:.2f} s")
@@ -134,6 +142,10 @@ def measure(workdir: Path, calls: int, tool_calls: int) -> None:
             f"{baseline[1] / report['rss_mb']:.1f}x less memory"
         )
     print(line)
+    print(
+        f"  ... state lost    {lost['seconds']:6.2f} s  {lost['rss_mb']:6.0f} MB peak RSS"
+        "  (no kept report or manifest index: both made again)"
+    )
     print(f"  asz cache --json  {command_seconds:6.2f} s  (the kept report, whole process)")
     print(f"  causes {report['by_cause']}")
 
