@@ -172,6 +172,15 @@ def test_responses_naming_pieces_landed_in_other_files_are_rebuilt_alone(tmp_pat
     assert len(names) == len(bodies), "one body per landed file"
     assert segs["req_1.response"].count("ref") == 1 and segs["req_2.response"].count("ref") == 3
     session.manifests()
+    indexed = {
+        meta["id"]: meta.get("refs", [])
+        for _size, records, _problems in orjson.loads((root / SESSION / INDEX_FILE).read_bytes())[
+            "files"
+        ].values()
+        for _row, meta in records
+    }
+    assert [len(indexed[f"req_{n}.response"]) for n in (1, 2)] == [1, 3]
+    assert indexed["2.request"] == [], "only a response's pieces are indexed"
     # The later response first: its pieces are in files before it, one of them before the
     # earlier response, which then finds its piece already read.
     for record_id in ("req_2.response", "req_1.response", "2.request"):

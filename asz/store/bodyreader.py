@@ -97,8 +97,6 @@ class BodyReader:
         self._responses: dict[str, dict[int, Record]] = {}
         """Landed file name -> its response records by row, for each file read for one."""
         self._pieces: dict[str, bytes] = {}
-        """Every piece of the records read so far for pieces (``_find_pieces``)."""
-        self._unread: Iterator[tuple[LandedName, LandedFile]] | None = None
 
     def body(self, record_id: str, manifests: dict[str, BodyManifest] | None) -> bytes:
         """The body's bytes; ``manifests`` are the session's when they were read."""
@@ -140,7 +138,9 @@ class BodyReader:
         record_id = str(record.meta.get("id"))
         if not self._alone.holds(record_id):
             wanted = referenced_pieces(record.meta)
-            self._find_pieces(wanted)
+            if not wanted <= self._pieces.keys():
+                # Every piece any response names, so that the records are read once for all.
+                self._find_pieces(wanted | self.session.response_pieces())
             for digest in wanted:
                 piece = self._pieces.get(digest)
                 if piece is None:
@@ -150,16 +150,13 @@ class BodyReader:
         return self._alone.rebuild(record_id)
 
     def _find_pieces(self, wanted: set[str]) -> None:
-        """Reads on through the session's landed records, keeping the piece of every ``new``
-        blob passed, until every piece of ``wanted`` is kept or the records end: a later
-        response that names an earlier piece finds it kept, and one that names a later piece
-        goes on from where this stopped, so the files are read at most once in all."""
-        if self._unread is None:
-            self._unread = self.session.files(self.session.landed(BODY_KIND), problems=[])
-        while not wanted <= self._pieces.keys():
-            taken = next(self._unread, None)
-            if taken is None:
-                return
-            for record in taken[1].records:
+        """Keeps the pieces of ``wanted`` from the ``new`` blobs of the session's landed
+        records; reading stops once every one is found."""
+        names = self.session.landed(BODY_KIND)
+        for _name, landed in self.session.files(names, problems=[]):
+            for record in landed.records:
                 for digest, piece in new_pieces(Record(record.meta, record.payload)):
-                    self._pieces.setdefault(digest, piece)
+                    if digest in wanted:
+                        self._pieces.setdefault(digest, piece)
+            if wanted <= self._pieces.keys():
+                return

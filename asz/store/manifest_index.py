@@ -23,12 +23,14 @@ from typing import Any
 import orjson
 
 from asz.store.layout import session_dir
+from asz.store.manifest import referenced_pieces
 
 INDEX_FILE = "manifests.json"
 _SCHEMA = 1
 _MAX_INDEX = 1 << 30
 _FIELDS = ("id", "role", "size", "sha256", "src", "keys")
 """What of a record's manifest the index keeps: what ``Session.manifests`` reads."""
+REFS = "refs"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +41,8 @@ class IndexedFile:
     """The file's size when it was read; the entry holds only while the file has it."""
     records: list[tuple[int, dict[str, Any]]]
     """``(row, manifest)`` of each record, the manifest cut to what a reader of manifests
-    needs (no blob lengths or segments)."""
+    needs (no blob lengths or segments) and, for a response that names pieces held by other
+    records, their digests (``refs``): what rebuilding it alone must find."""
     problems: list[tuple[int, str]]
     """``(row, why)`` of each record whose manifest is not one."""
 
@@ -47,8 +50,24 @@ class IndexedFile:
     def of(
         cls, size: int, records: list[tuple[int, dict[str, Any]]], problems: list[tuple[int, str]]
     ) -> IndexedFile:
-        cut = [(row, {k: meta[k] for k in _FIELDS if k in meta}) for row, meta in records]
-        return cls(size, cut, problems)
+        return cls(size, [(row, _cut(meta)) for row, meta in records], problems)
+
+
+def _cut(meta: dict[str, Any]) -> dict[str, Any]:
+    cut = {name: meta[name] for name in _FIELDS if name in meta}
+    refs = referenced_pieces(meta) if meta.get("role") == "response" else set()
+    if refs:
+        cut[REFS] = sorted(refs)
+    return cut
+
+
+def pieces_named(meta: dict[str, Any]) -> list[str]:
+    """The digests of the pieces an indexed manifest names (``refs``); none when it names
+    none, or when what it holds there is not a list of digests."""
+    refs = meta.get(REFS)
+    if isinstance(refs, list) and all(isinstance(digest, str) for digest in refs):
+        return refs
+    return []
 
 
 def index_path(session: str) -> str:

@@ -40,7 +40,13 @@ from asz.store.layout import (
     transcripts_dir,
 )
 from asz.store.manifest import ROLES
-from asz.store.manifest_index import IndexedFile, decode_index, encode_index, index_path
+from asz.store.manifest_index import (
+    IndexedFile,
+    decode_index,
+    encode_index,
+    index_path,
+    pieces_named,
+)
 from asz.store.resolve import bodies_starting, body_text, only
 from asz.store.session_facts import SessionFacts, load_facts
 from asz.store.streams import (
@@ -94,6 +100,7 @@ class Session:
         self.progress: Progress = Silent()
         """Told of every landed file read (a verify shows it on a terminal)."""
         self._manifests: dict[str, BodyManifest] | None = None
+        self._response_pieces: set[str] = set()
         self._bodies: BodyReader | None = None
 
     # -- landed files ----------------------------------------------------------------------
@@ -195,11 +202,18 @@ class Session:
                     self.problem(where, row, why)
                 for row, meta in entry.records:
                     self._take_manifest(name, row, meta)
+                    self._response_pieces.update(pieces_named(meta))
             if files != kept:
                 # A reader may not be able to write (a read-only root); the manifests hold.
                 with contextlib.suppress(OSError):
                     backend.replace_derived(index_path(self.id), encode_index(self.id, files))
         return self._manifests
+
+    def response_pieces(self) -> set[str]:
+        """The digests of the pieces the session's landed responses name: what rebuilding
+        them alone must find in the ``new`` blobs of other records."""
+        self.manifests()
+        return self._response_pieces
 
     def _indexed(self, name: LandedName, kept: IndexedFile | None) -> IndexedFile | None:
         """What a body file holds: from the index while the file has the size it had, else
