@@ -5,12 +5,14 @@ the real samples, and on a root written by asz 0.1.0."""
 from __future__ import annotations
 
 import ast
+import gc
 import hashlib
 import json
 import re
 import shutil
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +193,24 @@ def test_the_layout_is_described_alike_in_the_format_and_in_the_store() -> None:
     block = asz.store.__doc__.split("::\n\n", 1)[1].split("\n\n", 1)[0]
     in_store = [line.split() for line in block.splitlines() if line.strip()]
     assert in_format == in_store
+
+
+def test_a_session_dropped_after_rebuilding_bodies_is_freed_at_once(tmp_path: Path) -> None:
+    """What a session holds to rebuild bodies (every record up to the body asked for) goes
+    with the session by reference count: a reader (a web page) that drops it must not leave
+    it for the cycle collector, which may not run for a long while."""
+    root = tmp_path / "root"
+    shutil.copytree(FIXTURE_ROOT, root)
+    session = open_store(root).session(FIXTURE_SESSION)
+    requests = [key for key, body in session.manifests().items() if body.role == "request"]
+    responses = [key for key, body in session.manifests().items() if body.role == "response"]
+    assert session.body(requests[-1]) and session.body(responses[-1])
+    dropped = weakref.ref(session)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        del session
+        assert dropped() is None
+    finally:
+        if collecting:
+            gc.enable()

@@ -12,7 +12,6 @@ codec still checks it against its digest.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from asz.store.errors import BodyNotFound
@@ -47,19 +46,21 @@ class BodyLoader:
         self.rebuild_each = rebuild_each
         self.problems = problems
         self.names = session.landed(BODY_KIND)
-        self._files: Iterator[tuple[LandedName, LandedFile]] = session.files(self.names, problems)
+        self._next = 0
+        """The next of ``names`` to take (no generator is kept: see ``Session.body``)."""
         self.bodies = 0
         """Records taken (and, with ``rebuild_each``, rebuilt)."""
 
     def step(self) -> bool:
         """Takes the next file that reads; False when there is none left."""
-        taken = next(self._files, None)
-        if taken is None:
-            return False
-        _name, landed = taken
-        for record in landed.records:
-            self.take(landed, record)
-        return True
+        while self._next < len(self.names):
+            name = self.names[self._next]
+            self._next += 1
+            for _name, landed in self.session.files([name], self.problems):
+                for record in landed.records:
+                    self.take(landed, record)
+                return True
+        return False
 
     def take(self, landed: LandedFile, record: LandedRecord) -> None:
         """Holds one record of ``landed``; one that does not hold is a problem."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -279,7 +280,9 @@ class Session:
         """The exact bytes of a landed body; BodyNotFound, or CodecError when it does not
         rebuild."""
         if self._bodies is None:
-            self._bodies = BodyReader(self)
+            # The reader holds this session weakly: a strong hold would make a cycle, and a
+            # session dropped with a loader full of bodies would wait for the cycle collector.
+            self._bodies = BodyReader(weakref.proxy(self))
         # A manifest already read may let the body be rebuilt alone; none is read for this.
         return self._bodies.body(record_id, self._manifests)
 
