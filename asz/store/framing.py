@@ -31,7 +31,7 @@ import orjson
 import zstandard
 
 from asz import __version__
-from asz.collection import collector_paused
+from asz.gc_pause import gc_paused
 
 FORMAT = "asz.landed/1"
 WRITER = f"asz/{__version__}"
@@ -207,7 +207,7 @@ def _json_line(path: str, content: bytes, start: int, row: int | None) -> tuple[
 def _parse(path: str, content: bytes) -> LandedFile:
     # A body file's record lines hold many thousands of small lists that live as long as the
     # file: the cycle collector would walk them again and again while they are made.
-    with collector_paused():
+    with gc_paused():
         return _parse_lines(path, content)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from asz.collection import collector_paused
+from asz.gc_pause import gc_paused
 from asz.store import BodyManifest, Session
 from asz.view.calls import Call
 from asz.view.causes import agrees_with_provider
@@ -116,7 +116,7 @@ def cache_report(session: Session, prices: PriceTable | None = None) -> dict[str
     """Rows (one per call, then one per landed request joined to no call), per-session
     totals, and why the report has nothing to say of the requests when none is joined to
     its call. ``prices`` is the shipped price table when None."""
-    with collector_paused():
+    with gc_paused():
         report = _Report(session)
         rows = report.rows(prices or price_table())
     problems = problems_of(report.joined, report.problems)

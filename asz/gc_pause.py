@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def collector_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """The cycle collector off for the block, and back as it was after (nesting is fine)."""
     enabled = gc.isenabled()
     gc.disable()
