@@ -3,6 +3,9 @@ file it lists at the size it had, read every other file from itself, and write i
 
 from __future__ import annotations
 
+import errno
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +15,7 @@ from hypothesis import strategies as st
 from test_view import land_synth
 
 from asz.bodykeys import BodyKeys
-from asz.store import BODY_KIND, open_store
+from asz.store import BODY_KIND, LocalBackend, open_store
 from asz.store.bodies import BodyLander, IncomingBody
 from asz.store.manifest_index import INDEX_FILE, decode_index
 from asz.store.root import Root
@@ -116,14 +119,47 @@ def test_a_file_that_does_not_read_is_said_each_time_and_never_indexed(
     assert not index.exists() or damaged.name not in orjson.loads(index.read_bytes())["files"]
 
 
+class UnwritableBackend(LocalBackend):
+    """A root on a read-only mount: every write of derived state fails as it would there."""
+
+    def replace_derived(self, path: str, data: bytes) -> None:
+        raise PermissionError(errno.EROFS, "read-only file system", path)
+
+
 def test_a_root_that_cannot_be_written_is_read_all_the_same(tmp_path: Path, run_asz: Any) -> None:
     root, session = landed(tmp_path, run_asz)
     before = manifests_of(root, session)
     index = root / session / INDEX_FILE
     index.unlink()
-    readonly = open_readonly(root).session(session)
-    assert {key: repr(value) for key, value in readonly.manifests().items()} == before[0]
-    assert not readonly.problems and not index.exists()
+    unwritable = open_store(UnwritableBackend(root)).session(session)
+    assert {key: repr(value) for key, value in unwritable.manifests().items()} == before[0]
+    assert not unwritable.problems and not index.exists()
+
+
+def test_the_web_server_keeps_the_index_it_makes_in_memory_never_in_the_root(
+    tmp_path: Path, run_asz: Any
+) -> None:
+    root, session = landed(tmp_path, run_asz)
+    before = manifests_of(root, session)
+    index = root / session / INDEX_FILE
+    index.unlink()
+    store = open_readonly(root)
+    assert {k: repr(v) for k, v in store.session(session).manifests().items()} == before[0]
+    assert not index.exists()
+    # Same names and sizes, other bytes: a reader that read these files would meet problems.
+    for name in store.session(session).landed(BODY_KIND):
+        path = root / name.path
+        path.write_bytes(b"\0" * path.stat().st_size)
+    again = store.session(session)
+    assert {k: repr(v) for k, v in again.manifests().items()} == before[0]
+    assert not again.problems and not index.exists()
+    # An index the collector writes later is newer than the one kept, and is the one read.
+    index.write_bytes(b"{not json")
+    later = time.time_ns() + 10**9  # file times tick coarser than the clock
+    os.utime(index, ns=(later, later))
+    newer = store.session(session)
+    newer.manifests()
+    assert newer.problems, "the unusable index on disk was read, and the files behind it"
 
 
 @given(
