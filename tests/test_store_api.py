@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 from conftest import FIXTURE_ROOT, FIXTURE_SESSION, REPO
 
-from asz.store import AmbiguousId, NotASession, UnknownSession, open_store
+from asz.store import AmbiguousId, CodecError, NotASession, UnknownSession, open_store
+from asz.store.framing import decode_file, frame
 from asz.synth import SynthOptions, synthesize
 
 EXAMPLE = re.compile(r"```python\n(.*?)```", re.DOTALL)
@@ -214,3 +215,34 @@ def test_a_session_dropped_after_rebuilding_bodies_is_freed_at_once(tmp_path: Pa
     finally:
         if collecting:
             gc.enable()
+
+
+def test_a_record_whose_bytes_were_changed_is_named_and_the_rest_still_read(
+    tmp_path: Path,
+) -> None:
+    """A body is rebuilt from records held on their claims and proven by its digest; one
+    that does not prove out is read again record by record, so the changed record is named."""
+    root = tmp_path / "root"
+    shutil.copytree(FIXTURE_ROOT, root)
+    session = open_store(root).session(FIXTURE_SESSION)
+    manifests = session.manifests()
+    requests = [key for key, body in manifests.items() if body.role == "request"]
+    first = manifests[requests[0]]
+    path = root / FIXTURE_SESSION / "provider_body" / first.file
+    landed = decode_file(path, path.read_bytes())
+    records = []
+    for record in landed.records:
+        payload = record.payload
+        if record.row == first.row:  # one byte of its text changed, every claim still true
+            at = payload.rindex(b"e")
+            payload = payload[:at] + b"E" + payload[at + 1 :]
+        records.append((record.meta, payload))
+    header = {k: v for k, v in landed.header.items() if k in ("kind", "session", "seq")}
+    path.write_bytes(frame(header, records, "zstd").data)
+
+    reread = open_store(root).session(FIXTURE_SESSION)
+    with pytest.raises(CodecError) as refused:
+        reread.body(requests[0])
+    assert first.file in str(refused.value) and "digest" in str(refused.value)
+    responses = [key for key, body in reread.manifests().items() if body.role == "response"]
+    assert all(reread.body(key) for key in responses)

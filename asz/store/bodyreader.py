@@ -85,7 +85,7 @@ class BodyLoader:
         while not self.held.holds(record_id):
             if not self.step():
                 return None
-        return self.held.rebuild(record_id)
+        return self.held.exact(record_id)
 
 
 class BodyReader:
@@ -109,9 +109,7 @@ class BodyReader:
                     return self._rebuild_alone(record)
             except CodecError:
                 pass
-        if self._loader is None:
-            self._loader = BodyLoader(self.session)
-        body = self._loader.rebuild(record_id)
+        body = self._through_loader(record_id)
         if body is None:
             session, said = self.session.id, self.session.problems_said()
             if record_id in self.session.manifests():
@@ -119,6 +117,24 @@ class BodyReader:
                 raise CodecError(f"session {session} cannot rebuild body {record_id}{said}")
             raise BodyNotFound(f"session {session} holds no body {record_id}{said}")
         return body
+
+    def _through_loader(self, record_id: str) -> bytes | None:
+        """The body from the session's records held in landing order up to it.
+
+        They are first held on their claims alone and the body proven by its digest: proving
+        every record before it one by one would hash every earlier body whole. When the body
+        does not prove out, the records are held again, each proven, so that the one that
+        does not hold is named as the session's problem.
+        """
+        if self._loader is None:
+            self._loader = BodyLoader(self.session, HeldBodies(rebuild_checked=False))
+        try:
+            return self._loader.rebuild(record_id)
+        except CodecError:
+            if not self._loader.held.rebuild_checked:
+                self._loader = BodyLoader(self.session)
+                return self._loader.rebuild(record_id)
+            raise
 
     def _response_record(self, manifest: BodyManifest) -> Record | None:
         """A response's landed record, read from its file with the file's other responses

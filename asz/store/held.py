@@ -120,6 +120,17 @@ class HeldBodies:
             raise CodecError("records held unchecked give spans, never whole bodies")
         return self._body(record_id)
 
+    def exact(self, record_id: str) -> bytes:
+        """The exact bytes of a held body, however it was held: rebuilt, or, from a holder
+        that did not prove its records one by one, built from its parts and proven by the
+        digest it names (CodecError when they do not give it)."""
+        if self.rebuild_checked:
+            return self.rebuild(record_id)
+        body = self.span(record_id, 0, self.size(record_id))
+        if hashlib.sha256(body).hexdigest() != self.digest(record_id):
+            raise CodecError(f"{record_id} does not rebuild to the digest it names")
+        return body
+
     def record_ids(self) -> list[str]:
         """Every held record's id, in the order they were held."""
         return list(self._entries)
