@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from test_view import land_synth
 
 from asz.bodykeys import BodyKeys
-from asz.store import BODY_KIND, LocalBackend, open_store
+from asz.store import BODY_KIND, LocalBackend, Session, open_store
 from asz.store.bodies import BodyLander, IncomingBody
 from asz.store.manifest_index import INDEX_FILE, decode_index
 from asz.store.root import Root
@@ -25,16 +25,37 @@ from asz.web.readonly import open_readonly
 SESSION = "0b6d3c52-4a8e-4f51-9a34-3b9c4f0de1a7"
 
 
-def manifests_of(root: Path, session: str) -> tuple[dict[str, Any], list[str]]:
+def plain(session: Session) -> dict[str, str]:
+    """Every manifest of the session, as a value to compare."""
+    return {key: repr(value) for key, value in session.manifests().items()}
+
+
+def manifests_of(root: Path, session: str) -> tuple[dict[str, str], list[str]]:
     """Every manifest as a plain value, and the problems met reading them, from a fresh store."""
     landed = open_store(root).session(session)
-    manifests = {key: repr(value) for key, value in landed.manifests().items()}
-    return manifests, [str(problem) for problem in landed.problems]
+    return plain(landed), [str(problem) for problem in landed.problems]
+
+
+def blank_body_files(root: Path, session: str) -> None:
+    """Same names and sizes, other bytes: a reader that read these files would meet problems."""
+    for name in open_store(root).session(session).landed(BODY_KIND):
+        path = root / name.path
+        path.write_bytes(b"\0" * path.stat().st_size)
 
 
 def landed(tmp_path: Path, run_asz: Any) -> tuple[Path, str]:
     store, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=11, sessions=1, turns=4))
     return Path(store.location), expected["sessions"][0]["id"]
+
+
+def landed_without_index(tmp_path: Path, run_asz: Any) -> tuple[Path, str, dict[str, str], Path]:
+    """A landed session's root, id and manifests, with its index removed, and where it was."""
+    root, session = landed(tmp_path, run_asz)
+    before, problems = manifests_of(root, session)
+    assert before and not problems
+    index = root / session / INDEX_FILE
+    index.unlink()
+    return root, session, before, index
 
 
 def test_landing_leaves_an_index_that_gives_what_the_files_give(
@@ -56,11 +77,7 @@ def test_a_reader_takes_the_index_without_reading_the_files_it_lists(
 ) -> None:
     root, session = landed(tmp_path, run_asz)
     before = manifests_of(root, session)
-    names = open_store(root).session(session).landed(BODY_KIND)
-    # Same names and sizes, other bytes: a reader that read these files would meet problems.
-    for name in names:
-        path = root / name.path
-        path.write_bytes(b"\0" * path.stat().st_size)
+    blank_body_files(root, session)
     assert manifests_of(root, session) == before
     assert run_asz("verify", "--root", str(root)).returncode == 1
 
@@ -127,31 +144,22 @@ class UnwritableBackend(LocalBackend):
 
 
 def test_a_root_that_cannot_be_written_is_read_all_the_same(tmp_path: Path, run_asz: Any) -> None:
-    root, session = landed(tmp_path, run_asz)
-    before = manifests_of(root, session)
-    index = root / session / INDEX_FILE
-    index.unlink()
+    root, session, before, index = landed_without_index(tmp_path, run_asz)
     unwritable = open_store(UnwritableBackend(root)).session(session)
-    assert {key: repr(value) for key, value in unwritable.manifests().items()} == before[0]
+    assert plain(unwritable) == before
     assert not unwritable.problems and not index.exists()
 
 
 def test_the_web_server_keeps_the_index_it_makes_in_memory_never_in_the_root(
     tmp_path: Path, run_asz: Any
 ) -> None:
-    root, session = landed(tmp_path, run_asz)
-    before = manifests_of(root, session)
-    index = root / session / INDEX_FILE
-    index.unlink()
+    root, session, before, index = landed_without_index(tmp_path, run_asz)
     store = open_readonly(root)
-    assert {k: repr(v) for k, v in store.session(session).manifests().items()} == before[0]
+    assert plain(store.session(session)) == before
     assert not index.exists()
-    # Same names and sizes, other bytes: a reader that read these files would meet problems.
-    for name in store.session(session).landed(BODY_KIND):
-        path = root / name.path
-        path.write_bytes(b"\0" * path.stat().st_size)
+    blank_body_files(root, session)
     again = store.session(session)
-    assert {k: repr(v) for k, v in again.manifests().items()} == before[0]
+    assert plain(again) == before
     assert not again.problems and not index.exists()
     # An index the collector writes later is newer than the one kept, and is the one read.
     index.write_bytes(b"{not json")
