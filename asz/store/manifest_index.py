@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from asz.store.cached import count, text
 from asz.store.layout import session_dir
 from asz.store.manifest import referenced_pieces
 
@@ -97,9 +98,9 @@ def decode_index(session: str, data: bytes) -> dict[str, IndexedFile]:
             return {}
         return {
             name: IndexedFile(
-                size=_count(size),
-                records=[(_count(row), _object(meta)) for row, meta in records],
-                problems=[(_count(row), _text(why)) for row, why in problems],
+                size=count(size),
+                records=[(count(row), _object(meta)) for row, meta in records],
+                problems=[(count(row), text(why)) for row, why in problems],
             )
             for name, (size, records, problems) in value["files"].items()
         }
@@ -107,19 +108,7 @@ def decode_index(session: str, data: bytes) -> dict[str, IndexedFile]:
         return {}
 
 
-def _count(value: object) -> int:
-    if type(value) is not int or value < 0:
-        raise TypeError(f"{value!r} is not a count")
-    return value
-
-
 def _object(value: object) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise TypeError(f"{value!r} is not an object")
-    return value
-
-
-def _text(value: object) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{value!r} is not a string")
     return value

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from asz.store.cached import optional_text
 from asz.store.layout import TRANSCRIPT_KIND, transcripts_dir
 from asz.store.streams import MAIN_STREAM, LandedWindow, StreamReader
 
@@ -284,14 +285,6 @@ class FactsBuilder:
         except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
             return None
         return builder
-
-
-def optional_text(value: object) -> str | None:
-    """``value`` read back from a derived cache when it is a string or None; else TypeError
-    (the cache is not used)."""
-    if value is None or isinstance(value, str):
-        return value
-    raise TypeError(f"{value!r} is not a string")
 
 
 def _find(data: bytes, word: bytes, start: int, size: int) -> int:

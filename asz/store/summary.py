@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from asz.store.cached import count, optional_text, text
 from asz.store.layout import session_dir
-from asz.store.session_facts import optional_text
 
 if TYPE_CHECKING:
     from asz.store.layout import LandedName
@@ -68,16 +68,16 @@ class SessionSummary:
     def from_dict(cls, value: Any) -> SessionSummary:
         """A summary from :meth:`as_dict`'s form; TypeError or KeyError when it is not one."""
         summary = cls(
-            id=_text(value["id"]),
+            id=text(value["id"]),
             project_dir=optional_text(value["project_dir"]),
             cwd=optional_text(value["cwd"]),
             first_activity=optional_text(value["first_activity"]),
             last_activity=optional_text(value["last_activity"]),
-            models=tuple(_text(model) for model in value["models"]),
-            calls=_count(value["calls"]),
-            bodies=_count(value["bodies"]),
-            transcript_lines=_count(value["transcript_lines"]),
-            landed_bytes=_count(value["landed_bytes"]),
+            models=tuple(text(model) for model in value["models"]),
+            calls=count(value["calls"]),
+            bodies=count(value["bodies"]),
+            transcript_lines=count(value["transcript_lines"]),
+            landed_bytes=count(value["landed_bytes"]),
         )
         if len(value) != len(asdict(summary)):
             raise KeyError("a summary with other fields")
@@ -134,16 +134,3 @@ def _make(session: Session, landed: list[LandedName]) -> SessionSummary:
         transcript_lines=facts.lines,
         landed_bytes=sum(session.store.backend.size(name.path) for name in landed),
     )
-
-
-def _text(value: object) -> str:
-    text = optional_text(value)
-    if text is None:
-        raise TypeError("a string is missing")
-    return text
-
-
-def _count(value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise TypeError(f"{value!r} is not a count")
-    return value
