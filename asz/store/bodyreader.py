@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from asz.store.errors import BodyNotFound
 from asz.store.held import HeldBodies
-from asz.store.layout import BODY_KIND, LandedName, bodies_dir
+from asz.store.layout import BODY_KIND
 from asz.store.manifest import CodecError, Record, Repeat, new_pieces, referenced_pieces
 
 if TYPE_CHECKING:
@@ -142,9 +142,7 @@ class BodyReader:
         rows = self._responses.get(manifest.file)
         if rows is None:
             rows = self._responses[manifest.file] = {}
-            name = LandedName(
-                manifest.seq, BODY_KIND, f"{bodies_dir(self.session.id)}/{manifest.file}"
-            )
+            name = self.session.body_file(manifest)
             for _name, landed in self.session.files([name], problems=[]):
                 for record in landed.records:
                     if record.meta.get("role") == "response":

@@ -255,6 +255,10 @@ class Session:
             row=row,
         )
 
+    def body_file(self, manifest: BodyManifest) -> LandedName:
+        """The landed file a body's manifest says it is in, named without listing any."""
+        return LandedName(manifest.seq, BODY_KIND, f"{bodies_dir(self.id)}/{manifest.file}")
+
     def body_ids(self) -> list[str]:
         """Every landed body's record id (``<uuid>.request``, ``req_….response``), sorted."""
         return sorted(self.manifests())

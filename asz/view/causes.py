@@ -24,7 +24,7 @@ from datetime import datetime
 
 import orjson
 
-from asz.store import BODY_KIND, BodyManifest, Session
+from asz.store import BodyManifest, Session
 from asz.view.calls import Call, Transcript
 from asz.view.shapes import Shape, first_difference
 
@@ -224,12 +224,7 @@ def unreadable_detail(session: Session, request: BodyManifest) -> str:
     (not valid UTF-8, not JSON, not a JSON object, ...), else that it does not rebuild (a body
     is cut only when it is a JSON object). Read from its landed file, which only such a
     request costs."""
-    names = [
-        name
-        for name in session.landed(BODY_KIND)
-        if name.seq == request.seq and name.name == request.file
-    ]
-    for _name, landed in session.files(names, problems=[]):
+    for _name, landed in session.files([session.body_file(request)], problems=[]):
         for record in landed.records:
             why = record.meta.get("why")
             if record.row == request.row and isinstance(why, str):
