@@ -20,7 +20,7 @@ from asz.view.causes import agrees_with_provider
 from asz.view.comparisons import compare_requests
 from asz.view.document import problems_of
 from asz.view.joins import JoinedSession, join_session
-from asz.view.prices import DIGITS, PriceTable, cost_usd, price_table, waste_usd
+from asz.view.prices import DIGITS, PriceTable, cost_usd, price_table, waste_usd, writes
 from asz.view.spend import by_family
 from asz.view.usage import Expectation, Usage, expectations
 
@@ -102,6 +102,8 @@ def _row(
         "input_tokens": counts.input if counts else None,
         "cache_read_input_tokens": counts.cache_read if counts else None,
         "cache_creation_input_tokens": counts.cache_creation if counts else None,
+        **_split(counts),
+        "output_tokens": counts.output if counts else None,
         "reported_miss_reason": reported,
         "expected_read": expectation.expected_read,
         "rewritten_tokens": expectation.rewritten_tokens,
@@ -110,6 +112,13 @@ def _row(
         "model": call.model if call else None,
         "usage": counts,
     }
+
+
+def _split(counts: Usage | None) -> dict[str, int | None]:
+    """The cache writes by lifetime, as the cost counts them (all 5-minute ones where the
+    usage gives no split), so the figures beside a cost are the ones it was priced from."""
+    write_5m, write_1h = writes(counts) if counts else (None, None)
+    return {"cache_write_5m_input_tokens": write_5m, "cache_write_1h_input_tokens": write_1h}
 
 
 def cache_report(session: Session, prices: PriceTable | None = None) -> dict[str, Any]:

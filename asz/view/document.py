@@ -172,6 +172,7 @@ def _call(joined: JoinedSession, call: Call, n: int, responses: ParsedBodies) ->
         "prompt_id": call.prompt_id,
         "model": call.model,
         "synthetic": call.synthetic,
+        "version": call.version,
         "time": call.time,
         "last_time": call.last_time,
         "fragments": call.fragments,

@@ -24,7 +24,8 @@ from asz.view.cache import cache_report
 from asz.view.prices import PriceTable
 
 REPORT_FILE = "cache.json"
-_SCHEMA = 1
+_SCHEMA = 2
+"""2: rows carry ``output_tokens`` and the cache writes by lifetime."""
 _MAX_KEPT = 1 << 30
 
 
