@@ -1,0 +1,102 @@
+"""What was sent to an OTLP endpoint, per session: the export cursor.
+
+``_state/otlp/<endpoint digest>/<session>.json`` lists the span ids of the session that the
+endpoint took. A cursor is derived state like the others under ``_state/``: written whole
+(``replace_derived``, 0600, atomic) after each batch the endpoint took, so a crash or a stop
+between a batch and its cursor sends that batch again, and nothing else. Span ids are digests
+of the session and message ids, so a span sent again is the same span, which backends that
+key spans by id (Phoenix, Jaeger) keep once. An endpoint has cursors of its own: pointing the
+export at another one sends everything there.
+
+One export per root runs at a time (:func:`export_lock`), the service's or a command's, so two
+never send the same batch.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import orjson
+
+from asz.store import Store
+from asz.store.atomic import private_dir
+from asz.store.layout import STATE_DIR
+from asz.store.root import Root, check_private
+
+CURSOR_DIR = f"{STATE_DIR}/otlp"
+LOCK_FILE = "otlp-export.lock"
+_SCHEMA = 1
+_MAX_CURSOR = 1 << 28
+
+
+class ExportBusy(Exception):
+    """Another export from this root is running."""
+
+
+def endpoint_key(endpoint: str) -> str:
+    """The directory of an endpoint's cursors: a digest, so no URL (or a token in one) is a
+    file name."""
+    return hashlib.sha256(endpoint.encode()).hexdigest()[:16]
+
+
+class Cursors:
+    """The cursors of one endpoint in one root."""
+
+    def __init__(self, store: Store, endpoint: str) -> None:
+        self.store = store
+        self.directory = f"{CURSOR_DIR}/{endpoint_key(endpoint)}"
+        self._sent: dict[str, set[str]] = {}
+
+    def _path(self, session: str) -> str:
+        return f"{self.directory}/{session}.json"
+
+    def sent(self, session: str) -> set[str]:
+        """The span ids (hex) of the session the endpoint took; empty when the cursor is
+        missing or unreadable (then everything is sent again, once)."""
+        found = self._sent.get(session)
+        if found is None:
+            found = self._sent[session] = self._read(session)
+        return found
+
+    def _read(self, session: str) -> set[str]:
+        try:
+            value = orjson.loads(self.store.backend.read(self._path(session), _MAX_CURSOR))
+        except (OSError, orjson.JSONDecodeError):
+            return set()
+        if not isinstance(value, dict) or value.get("schema") != _SCHEMA:
+            return set()
+        spans = value.get("sent")
+        if not isinstance(spans, list):
+            return set()
+        return {span for span in spans if isinstance(span, str)}
+
+    def add(self, session: str, keys: Iterable[str]) -> None:
+        """Records spans the endpoint took, and writes the session's cursor."""
+        sent = self.sent(session)
+        sent.update(keys)
+        data = orjson.dumps({"schema": _SCHEMA, "session": session, "sent": sorted(sent)})
+        self.store.backend.replace_derived(self._path(session), data)
+
+
+@contextmanager
+def export_lock(root: Path) -> Iterator[None]:
+    """Holds the root's export lock; raises ExportBusy at once when another export holds it,
+    and ``UnsafeRoot`` where ``_state`` would be reached through a link or another user's
+    directory."""
+    held = Root(root)
+    check_private(held)
+    private_dir(held.state_dir)
+    fd = os.open(held.state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ExportBusy(f"another export from {root} is running") from None
+        yield
+    finally:
+        os.close(fd)
