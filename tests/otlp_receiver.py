@@ -5,6 +5,7 @@ protobuf type it came in, so a test pins names and types exactly as a backend re
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -45,6 +46,8 @@ class Receiver:
     def __init__(self) -> None:
         self.received = Received()
         self.refuse = 0
+        self.delay = 0.0
+        """Seconds each request waits before it is answered (a slow backend)."""
         self.lock = threading.Lock()
         receiver = self
 
@@ -53,6 +56,7 @@ class Receiver:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                time.sleep(receiver.delay)
                 with receiver.lock:
                     receiver.received.requests.append(dict(self.headers.items()))
                     if receiver.refuse:

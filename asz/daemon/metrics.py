@@ -230,11 +230,11 @@ class CacheCostMetrics:
             if kind not in TOKEN_KINDS:
                 raise ValueError(f"unknown token kind {kind!r}")
         for family, calls in counts.calls.items():
-            _inc(self.calls, calls, _family(family))
+            _inc(self.calls, calls, bounded_family(family))
         for (family, kind), tokens in counts.tokens.items():
-            _inc(self.tokens, tokens, _family(family), kind)
+            _inc(self.tokens, tokens, bounded_family(family), kind)
         for family, cost in counts.cost_usd.items():
-            _inc(self.cost, cost, _family(family))
+            _inc(self.cost, cost, bounded_family(family))
         by_cause: Mapping[tuple[str, str], float]
         for target, by_cause in (
             (self.breaks, counts.breaks),
@@ -242,14 +242,16 @@ class CacheCostMetrics:
             (self.waste, counts.waste_usd),
         ):
             for (family, cause), delta in by_cause.items():
-                _inc(target, delta, _family(family), _cause(cause))
+                _inc(target, delta, bounded_family(family), bounded_cause(cause))
 
 
-def _family(family: str) -> str:
+def bounded_family(family: str) -> str:
+    """The family as a label: one of ``FAMILIES`` (any other is ``other``); the OTLP
+    metrics (``asz.daemon.otlp``) label by the same."""
     return family if family in FAMILIES else "other"
 
 
-def _cause(cause: str) -> str:
+def bounded_cause(cause: str) -> str:
     return cause if cause in CACHE_CAUSES else "other"
 
 

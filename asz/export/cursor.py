@@ -1,7 +1,9 @@
 """What was sent to an OTLP endpoint, per session: the export cursor.
 
 ``_state/otlp/<endpoint digest>/<session>.json`` lists the span ids of the session that the
-endpoint took. A cursor is derived state like the others under ``_state/``: written whole
+endpoint took, and the session's landed mark (``Session.landed_mark``) once every span of it
+was final and taken: while the mark holds, the session has nothing new and is not read again.
+A cursor is derived state like the others under ``_state/``: written whole
 (``replace_derived``, 0600, atomic) after each batch the endpoint took, so a crash or a stop
 between a batch and its cursor sends that batch again, and nothing else. Span ids are digests
 of the session and message ids, so a span sent again is the same span, which backends that
@@ -51,6 +53,7 @@ class Cursors:
         self.store = store
         self.directory = f"{CURSOR_DIR}/{endpoint_key(endpoint)}"
         self._sent: dict[str, set[str]] = {}
+        self._marks: dict[str, str | None] = {}
 
     def _path(self, session: str) -> str:
         return f"{self.directory}/{session}.json"
@@ -58,28 +61,39 @@ class Cursors:
     def sent(self, session: str) -> set[str]:
         """The span ids (hex) of the session the endpoint took; empty when the cursor is
         missing or unreadable (then everything is sent again, once)."""
-        found = self._sent.get(session)
-        if found is None:
-            found = self._sent[session] = self._read(session)
-        return found
+        if session not in self._sent:
+            self._read(session)
+        return self._sent[session]
 
-    def _read(self, session: str) -> set[str]:
+    def done_at(self, session: str) -> str | None:
+        """The landed mark at which every span of the session was final and taken."""
+        if session not in self._marks:
+            self._read(session)
+        return self._marks[session]
+
+    def _read(self, session: str) -> None:
+        self._sent[session], self._marks[session] = set(), None
         try:
             value = orjson.loads(self.store.backend.read(self._path(session), _MAX_CURSOR))
         except (OSError, orjson.JSONDecodeError):
-            return set()
+            return
         if not isinstance(value, dict) or value.get("schema") != _SCHEMA:
-            return set()
+            return
         spans = value.get("sent")
-        if not isinstance(spans, list):
-            return set()
-        return {span for span in spans if isinstance(span, str)}
+        if isinstance(spans, list):
+            self._sent[session] = {span for span in spans if isinstance(span, str)}
+        mark = value.get("done_at")
+        self._marks[session] = mark if isinstance(mark, str) else None
 
-    def add(self, session: str, keys: Iterable[str]) -> None:
-        """Records spans the endpoint took, and writes the session's cursor."""
+    def add(self, session: str, keys: Iterable[str], done_at: str | None = None) -> None:
+        """Records spans the endpoint took (and, with ``done_at``, that the session was
+        wholly sent at that landed mark), and writes the session's cursor."""
         sent = self.sent(session)
         sent.update(keys)
-        data = orjson.dumps({"schema": _SCHEMA, "session": session, "sent": sorted(sent)})
+        self._marks[session] = done_at
+        data = orjson.dumps(
+            {"schema": _SCHEMA, "session": session, "done_at": done_at, "sent": sorted(sent)}
+        )
         self.store.backend.replace_derived(self._path(session), data)
 
 

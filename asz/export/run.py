@@ -35,6 +35,9 @@ class ExportTally:
     """What one export sent, left and met."""
 
     sessions: int = 0
+    """Sessions read; those whose spans were all sent before and that landed nothing since
+    are ``sessions_unchanged`` instead."""
+    sessions_unchanged: int = 0
     spans_sent: int = 0
     spans_already_sent: int = 0
     spans_waiting: int = 0
@@ -50,6 +53,7 @@ class ExportTally:
     def as_dict(self) -> dict[str, Any]:
         return {
             "sessions": self.sessions,
+            "sessions_unchanged": self.sessions_unchanged,
             "spans_sent": self.spans_sent,
             "spans_already_sent": self.spans_already_sent,
             "spans_waiting": self.spans_waiting,
@@ -66,6 +70,17 @@ class ExportTally:
 class _Queued:
     session: str
     record: SpanRecord
+
+
+@dataclass(slots=True)
+class _Progress:
+    """A session's part in this export: its landed mark, and how many of its spans are
+    queued and waiting."""
+
+    mark: str | None
+    """None when reading the session met problems: it is read again next time."""
+    queued: int = 0
+    waiting: int = 0
 
 
 class SpanExport:
@@ -91,6 +106,10 @@ class SpanExport:
         self.quiet_seconds = quiet_seconds
         self.clock = clock
         self.planned: list[SpanRecord] = []
+        self.unfinished: set[str] = set()
+        """Sessions with spans not sent yet: waiting to be final, or left by a failed batch.
+        The service exports them again after a later pass, landed or not."""
+        self._progress: dict[str, _Progress] = {}
 
     def run(self, sessions: Iterable[str]) -> ExportTally:
         tally = ExportTally()
@@ -106,6 +125,7 @@ class SpanExport:
             while queue and tally.error is None:
                 queue = self._send(queue, tally)
             tally.spans_waiting += len(queue)
+            self.unfinished.update(item.session for item in queue)
         finally:
             tally.seconds = time.perf_counter() - started
         return tally
@@ -115,23 +135,40 @@ class SpanExport:
             session = self.store.session(session_id)
         except UnknownSession:
             return []
+        mark = session.landed_mark()
+        if self.cursors is not None and self.cursors.done_at(session_id) == mark:
+            tally.sessions_unchanged += 1
+            return []
         view = build_view(session)
         report = session_report(session, self.prices)
-        tally.problems += list(dict.fromkeys(view["problems"] + report["problems"]))
+        problems = list(dict.fromkeys(view["problems"] + report["problems"]))
+        tally.problems += problems
         tally.sessions += 1
         last = time_ns(view["session"]["last_time"])
         quiet = last is None or self.clock() - last / 1e9 >= self.quiet_seconds
         found = session_spans(view, report, quiet=quiet)
         tally.untimed += found.untimed
         sent = self.cursors.sent(session_id) if self.cursors is not None else set()
+        progress = self._progress[session_id] = _Progress(None if problems else mark)
         queued = []
         for record in found.spans:
             if record.key in sent:
                 tally.spans_already_sent += 1
             elif not record.final:
-                tally.spans_waiting += 1
+                progress.waiting += 1
             else:
                 queued.append(_Queued(session_id, record))
+        progress.queued = len(queued)
+        tally.spans_waiting += progress.waiting
+        if progress.waiting:
+            self.unfinished.add(session_id)
+        elif (
+            not queued
+            and self.cursors is not None
+            and progress.mark is not None
+            and self.cursors.done_at(session_id) != mark
+        ):
+            self.cursors.add(session_id, (), done_at=mark)
         return queued
 
     def _send(self, queue: list[_Queued], tally: ExportTally) -> list[_Queued]:
@@ -146,13 +183,23 @@ class SpanExport:
             except ExportFailed as err:
                 tally.error = str(err)
                 tally.spans_failed += len(batch)
+                self.unfinished.update(item.session for item in batch)
                 return rest
             if self.cursors is not None:
-                by_session: dict[str, list[str]] = {}
-                for item in batch:
-                    by_session.setdefault(item.session, []).append(item.record.key)
-                for session_id, keys in by_session.items():
-                    self.cursors.add(session_id, keys)
+                self._record(batch)
         tally.batches += 1
         tally.spans_sent += len(batch)
         return rest
+
+    def _record(self, batch: list[_Queued]) -> None:
+        """Writes the cursor of every session in a batch the endpoint took; a session none of
+        whose spans is left is marked done at the landed mark its spans were built from."""
+        assert self.cursors is not None
+        by_session: dict[str, list[str]] = {}
+        for item in batch:
+            by_session.setdefault(item.session, []).append(item.record.key)
+        for session_id, keys in by_session.items():
+            progress = self._progress[session_id]
+            progress.queued -= len(keys)
+            done = progress.queued == 0 and progress.waiting == 0
+            self.cursors.add(session_id, keys, done_at=progress.mark if done else None)
