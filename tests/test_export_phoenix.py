@@ -10,13 +10,16 @@ subagent call under the call that started it. Each test sends to a Phoenix proje
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 from conftest import asz_executable
+from harness import Capture, Workspace, metrics, running, service_port, wait_for
 from phoenix_server import Phoenix, phoenix  # noqa: F401  (the fixture)
 from serving import child_env, land
 
@@ -123,3 +126,48 @@ def test_every_call_reads_back_from_phoenix_with_the_reports_figures(
     assert again.returncode == 0, again.stderr
     assert orjson.loads(again.stdout)["spans_sent"] == 0
     assert len(phoenix.spans(project)) == len(spans)
+
+
+def test_a_service_killed_mid_export_leaves_each_call_once_in_phoenix(
+    phoenix: Phoenix,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    project = "killed"
+    ws = Workspace(tmp_path)
+    Capture.make(ws.claude, sessions=12)  # some hundred spans, sent one per batch
+    config = tmp_path / "home" / ".config" / "asz"
+    config.mkdir(parents=True)
+    (config / "asz.toml").write_text(
+        f'[otlp]\nendpoint = "{phoenix.url}"\nbatch_spans = 1\nbackoff = 0.1\nmetrics = false\n'
+    )
+    env = {"OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={project}"}
+    log = tmp_path / "service.log"
+    sent: list[float] = []
+
+    def some_sent() -> bool:
+        sent[:] = [metrics(port).get("asz_otlp_spans_sent_total", 0.0)]
+        return sent[0] >= 3
+
+    with running(ws.start_service(log, env)) as service:
+        port = service_port(log)
+        wait_for(some_sent, what="a few spans sent")
+        service.send_signal(signal.SIGKILL)
+        service.wait(timeout=30)
+    dry = ws.run("export", "otlp", "--dry-run", "--json")
+    want = {span["span_id"] for span in orjson.loads(dry.stdout)["spans"]}
+    assert sent[0] < len(want), "killed before the export ended"
+    again = tmp_path / "again.log"
+    with running(ws.start_service(again, env)):
+        port = service_port(again)
+
+        def ended() -> bool:
+            seen = metrics(port)
+            return (
+                seen["asz_otlp_last_export_success_timestamp_seconds"] > 0
+                and seen["asz_otlp_spans_waiting"] == 0
+            )
+
+        wait_for(ended, what="the export to end")
+    spans = phoenix.wait_for_spans(len(want), project=project)
+    ids = Counter(span["context"]["span_id"] for span in spans)
+    assert set(ids) == want and max(ids.values()) == 1

@@ -76,7 +76,7 @@ class ExportMetrics:
         )
 
     def record(self, tally: ExportTally, finished_at: float) -> None:
-        self.sent.inc(tally.spans_sent)
+        """An export ended (its spans sent were counted batch by batch)."""
         self.failed.inc(tally.spans_failed)
         self.waiting.set(tally.spans_waiting + tally.spans_failed)
         if tally.error is None:
@@ -170,6 +170,7 @@ class ExportLoop:
             self._cursors,
             batch=otlp.batch_spans,
             quiet_seconds=otlp.quiet_seconds,
+            taken=self.metrics.sent.inc,
         )
         with export_lock(self.config.root):
             chosen = self.store.sessions() if sessions is None else sorted(sessions)

@@ -97,6 +97,7 @@ class SpanExport:
         batch: int,
         quiet_seconds: float,
         clock: Callable[[], float] = time.time,
+        taken: Callable[[int], None] | None = None,
     ) -> None:
         self.store = store
         self.prices = prices
@@ -105,6 +106,8 @@ class SpanExport:
         self.batch = max(1, batch)
         self.quiet_seconds = quiet_seconds
         self.clock = clock
+        self.taken = taken
+        """Told how many spans each batch the endpoint took held, as it takes it."""
         self.planned: list[SpanRecord] = []
         self.unfinished: set[str] = set()
         """Sessions with spans not sent yet: waiting to be final, or left by a failed batch.
@@ -187,6 +190,8 @@ class SpanExport:
                 return rest
             if self.cursors is not None:
                 self._record(batch)
+            if self.taken is not None:
+                self.taken(len(batch))
         tally.batches += 1
         tally.spans_sent += len(batch)
         return rest
