@@ -264,6 +264,11 @@ def test_headers_come_from_a_private_file_or_the_standard_variables(
         f'[otlp]\nendpoint = "{receiver.url}"\nheaders = ["x-team=asz"]\n'
         f'headers_file = "{secret}"\n'
     )
+    malformed = tmp_path / "malformed.toml"
+    malformed.write_text(f'[otlp]\nendpoint = "{receiver.url}"\nheaders = ["x-key: s3cr3t"]\n')
+    bad = export(tmp_path, root, "--config", str(malformed))
+    assert bad.returncode == 2 and b"name=value" in bad.stderr
+    assert b"s3cr3t" not in bad.stderr + bad.stdout
     refused = export(tmp_path, root, "--config", str(config))
     assert refused.returncode == 2
     assert "chmod 600" in refused.stderr.decode()
@@ -274,6 +279,7 @@ def test_headers_come_from_a_private_file_or_the_standard_variables(
     assert done.returncode == 0, done.stderr
     headers = {k.lower(): v for k, v in receiver.received.requests[-1].items()}
     assert headers["x-api-key"] == "s3cr3t" and headers["x-team"] == "asz"
+    assert b"s3cr3t" not in refused.stderr + done.stdout + done.stderr
     assert len({span["trace_id"] for span in receiver.spans()}) == 1
 
     env = {
