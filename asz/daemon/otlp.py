@@ -214,8 +214,9 @@ class OtlpCacheMetrics:
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
         from asz import __version__
-        from asz.export.otel import SCHEMA_URL, resource
+        from asz.export.otel import SCHEMA_URL, quiet_sdk_logs, resource
 
+        quiet_sdk_logs()
         exporter = OTLPMetricExporter(
             endpoint=target.metrics_url, headers=target.headers, timeout=target.timeout
         )

@@ -187,6 +187,15 @@ class _Said(logging.Handler):
 _SDK_LOGGER = logging.getLogger("opentelemetry.exporter")
 
 
+def quiet_sdk_logs() -> None:
+    """Keeps the SDK's exporters' own messages out of asz's output and log: a failed span
+    batch is reported once, in asz's words, and the metrics are sent again next time."""
+    _SDK_LOGGER.propagate = False
+    if not any(isinstance(handler, logging.NullHandler) for handler in _SDK_LOGGER.handlers):
+        # Without a handler of its own, logging would print them anyway (its last resort).
+        _SDK_LOGGER.addHandler(logging.NullHandler())
+
+
 class SpanSender:
     """Sends span records to one endpoint, one batch per call."""
 
@@ -206,7 +215,7 @@ class SpanSender:
         self._said = _Said()
         # The SDK logs each failed batch on its own; the export reports it once, in its words.
         _SDK_LOGGER.addHandler(self._said)
-        _SDK_LOGGER.propagate = False
+        quiet_sdk_logs()
 
     def _answer(self, response: requests.Response, *args: object, **kwargs: object) -> None:
         self._answered = f"{response.status_code} {response.reason}".strip()
