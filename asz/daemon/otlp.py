@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import anyio
@@ -188,10 +189,11 @@ class ExportLoop:
             self.log.error("export_problem", problem=problem)
 
 
+@dataclass(frozen=True, slots=True)
 class _Done:
-    def __init__(self, tally: ExportTally, unfinished: set[str]) -> None:
-        self.tally = tally
-        self.unfinished = unfinished
+    tally: ExportTally
+    unfinished: set[str]
+    """Sessions with spans left to send (``SpanExport.unfinished``)."""
 
 
 def _said(tally: ExportTally) -> dict[str, object]:
