@@ -32,6 +32,7 @@ ROW_KEYS = [
     "cache_write_5m_input_tokens",
     "cache_write_1h_input_tokens",
     "output_tokens",
+    "stop_reason",
     "reported_miss_reason",
     "expected_read",
     "rewritten_tokens",

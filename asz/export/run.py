@@ -142,7 +142,8 @@ class SpanExport:
         if self.cursors is not None and self.cursors.done_at(session_id) == mark:
             tally.sessions_unchanged += 1
             return []
-        view = build_view(session)
+        # The report holds every figure of a call, its stop reason too: no body is read.
+        view = build_view(session, responses=False)
         report = session_report(session, self.prices)
         problems = list(dict.fromkeys(view["problems"] + report["problems"]))
         tally.problems += problems

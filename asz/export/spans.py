@@ -2,11 +2,11 @@
 under the OpenTelemetry GenAI names (``docs/otel.md``), with ids fixed by the session and
 message ids.
 
-Nothing here is computed afresh: times, models, streams and bodies come from the view document
-(``asz.view.document``), tokens, causes and money from the session's cache report
-(``asz.view.cache``). The records hold plain values only, so building them needs no
-OpenTelemetry package and a test can read them as they are; :mod:`.otel` turns them into the
-SDK's spans.
+Nothing here is computed afresh: times, models, streams and bodies come from the view
+document (``asz.view.document``, built without reading a body), tokens, stop reasons, causes
+and money from the session's cache report (``asz.view.cache``). The records hold plain values
+only, so building them needs no OpenTelemetry package and a test can read them as they are;
+:mod:`.otel` turns them into the SDK's spans.
 
 Ids are digests, never random: the trace id is the first 16 bytes of the SHA-256 of the
 session id, a span id the first 8 of the SHA-256 of the session id and the span's key (the
@@ -176,8 +176,6 @@ class _Builder:
             attributes["gen_ai.request.model"] = model
             attributes["gen_ai.response.model"] = model
         attributes["gen_ai.response.id"] = call["message_id"]
-        if call["stop_reason"]:
-            attributes["gen_ai.response.finish_reasons"] = [str(call["stop_reason"])]
         if call["request_id"]:
             attributes["asz.provider.request_id"] = call["request_id"]
         if call.get("version"):
@@ -294,6 +292,8 @@ _ROW_NAMES = (
 
 def _row_attributes(row: Mapping[str, Any]) -> Attributes:
     attributes: Attributes = {}
+    if row.get("stop_reason"):
+        attributes["gen_ai.response.finish_reasons"] = [str(row["stop_reason"])]
     for field_name, name in _ROW_NAMES:
         value = row.get(field_name)
         if value is None:

@@ -34,13 +34,14 @@ class _Report:
         """What reading the bodies met, besides the session's own problems."""
         self.compared = compare_requests(self.joined, self.problems)
 
-    def usage(self, call: Call) -> tuple[dict[str, Any] | None, Any]:
-        """The call's ``usage``: the joined response's, else the transcript's; and the
-        response's own ``cache_miss_reason``."""
+    def usage(self, call: Call) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """The call's ``usage``: the joined response's, else the transcript's; and the joined
+        response's facts (its ``stop_reason`` and own ``cache_miss_reason``; empty without
+        one)."""
         response_id = self.joined.joins.response_of.get(call.message_id)
-        facts = self.compared.responses.get(response_id) if response_id else None
-        usage = (facts or {}).get("usage")
-        return (usage if usage is not None else call.usage), (facts or {}).get("cache_miss_reason")
+        facts = (self.compared.responses.get(response_id) if response_id else None) or {}
+        usage = facts.get("usage")
+        return (usage if usage is not None else call.usage), facts
 
     def rows(self, prices: PriceTable) -> list[dict[str, Any]]:
         """A row per non-synthetic call, in the view's order, then one per landed request
@@ -56,7 +57,7 @@ class _Report:
             request_id = joins.request_of.get(call.message_id)
             request = self.joined.bodies[request_id] if request_id else None
             comparison = self.compared.comparisons.get(request_id) if request_id else None
-            usage, reported = found[call.message_id]
+            usage, response = found[call.message_id]
             rows.append(
                 _row(
                     request,
@@ -65,7 +66,7 @@ class _Report:
                     if request
                     else None,
                     usage=usage,
-                    reported=reported,
+                    response=response,
                     expectation=expected.get(call.message_id, Expectation()),
                     prices=prices,
                 )
@@ -87,7 +88,7 @@ def _row(
     *,
     comparison: dict[str, Any] | None,
     usage: dict[str, Any] | None = None,
-    reported: Any = None,
+    response: dict[str, Any] | None = None,
     expectation: Expectation,
     prices: PriceTable,
 ) -> dict[str, Any]:
@@ -104,7 +105,8 @@ def _row(
         "cache_creation_input_tokens": counts.cache_creation if counts else None,
         **_split(counts),
         "output_tokens": counts.output if counts else None,
-        "reported_miss_reason": reported,
+        "stop_reason": (response or {}).get("stop_reason"),
+        "reported_miss_reason": (response or {}).get("cache_miss_reason"),
         "expected_read": expectation.expected_read,
         "rewritten_tokens": expectation.rewritten_tokens,
         "cost_usd": cost_usd(counts, price),

@@ -75,12 +75,16 @@ def problems_of(joined: JoinedSession, bodies: list[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def build_view(session: Session) -> dict[str, Any]:
-    """The view document of one session (see ``docs/view.md``)."""
+def build_view(session: Session, *, responses: bool = True) -> dict[str, Any]:
+    """The view document of one session (see ``docs/view.md``).
+
+    Without ``responses`` no body is read: the calls' ``usage`` and ``stop_reason`` are null,
+    for a reader that takes them from the session's cache report (which holds both), and so
+    costs what the transcripts and manifests hold."""
     joined = join_session(session)
-    responses = ParsedBodies(session)
+    parsed = ParsedBodies(session) if responses else None
     calls = [
-        _call(joined, call, n, responses)
+        _call(joined, call, n, parsed)
         for n, call in enumerate(joined.transcript.ordered_calls(), start=1)
     ]
     return {
@@ -101,7 +105,7 @@ def build_view(session: Session) -> dict[str, Any]:
             for epoch in joined.transcript.epochs
         ],
         "summary": _summary(joined, calls),
-        "problems": problems_of(joined, responses.problems),
+        "problems": problems_of(joined, parsed.problems if parsed else []),
     }
 
 
@@ -153,7 +157,9 @@ def _stream(joined: JoinedSession, stream: Stream) -> dict[str, Any]:
     }
 
 
-def _call(joined: JoinedSession, call: Call, n: int, responses: ParsedBodies) -> dict[str, Any]:
+def _call(
+    joined: JoinedSession, call: Call, n: int, responses: ParsedBodies | None
+) -> dict[str, Any]:
     joins = joined.joins
     bodies = []
     facts = None
@@ -162,7 +168,7 @@ def _call(joined: JoinedSession, call: Call, n: int, responses: ParsedBodies) ->
         if record_id is not None:
             body = joined.bodies[record_id]
             bodies.append({"role": role, "id": record_id, "ref": body.ref})
-            if role == "response":
+            if role == "response" and responses is not None:
                 facts = responses.response_facts(record_id)
     return {
         "n": n,

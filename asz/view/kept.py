@@ -25,7 +25,7 @@ from asz.view.prices import PriceTable
 
 REPORT_FILE = "cache.json"
 _SCHEMA = 2
-"""2: rows carry ``output_tokens`` and the cache writes by lifetime."""
+"""2: rows carry ``output_tokens``, the cache writes by lifetime and ``stop_reason``."""
 _MAX_KEPT = 1 << 30
 
 
