@@ -81,6 +81,7 @@ def digest(text: str, size: int) -> str:
     return hashlib.sha256(text.encode()).digest()[:size].hex()
 
 
+@pytest.mark.slow
 def test_every_call_is_one_span_with_the_genai_and_asz_attributes_typed(
     root: Path, receiver: Receiver, tmp_path: Path
 ) -> None:
@@ -186,6 +187,7 @@ def test_every_call_is_one_span_with_the_genai_and_asz_attributes_typed(
     assert not any(key.startswith("gen_ai.input") for s in spans for key in s["attributes"])
 
 
+@pytest.mark.slow
 def test_exporting_again_sends_nothing_and_a_dry_run_sends_nothing(
     root: Path, receiver: Receiver, tmp_path: Path
 ) -> None:
@@ -208,6 +210,7 @@ def test_exporting_again_sends_nothing_and_a_dry_run_sends_nothing(
         assert cursor.stat().st_mode & 0o777 == 0o600
 
 
+@pytest.mark.slow
 def test_an_endpoint_that_fails_between_batches_gets_each_span_once(
     root: Path, receiver: Receiver, tmp_path: Path
 ) -> None:
@@ -253,6 +256,7 @@ def test_an_endpoint_that_fails_between_batches_gets_each_span_once(
     assert len(ids) == len(planned["spans"])
 
 
+@pytest.mark.slow
 def test_headers_come_from_a_private_file_or_the_standard_variables(
     root: Path, receiver: Receiver, tmp_path: Path
 ) -> None:
