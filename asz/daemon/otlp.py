@@ -108,7 +108,6 @@ class ExportLoop:
         """Sessions to export; None: every session (at start)."""
         self._failures = 0
         self._sender: SpanSender | None = None
-        self._cursors = Cursors(store, target.traces_url)
         health.export_unhealthy_after = config.otlp.unhealthy_after
 
     def landed(self, sessions: set[str]) -> None:
@@ -168,7 +167,8 @@ class ExportLoop:
             self.store,
             price_table(self.config.prices),
             self._sender,
-            self._cursors,
+            # Read afresh each time: `asz export otlp` may have sent spans in between.
+            Cursors(self.store, self.target.traces_url),
             batch=otlp.batch_spans,
             quiet_seconds=otlp.quiet_seconds,
             taken=self.metrics.sent.inc,
