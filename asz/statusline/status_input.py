@@ -10,8 +10,7 @@ short line; it never fails, since Claude Code blanks the line of a command that 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 import orjson
 
@@ -19,8 +18,7 @@ MAX_INPUT = 1 << 20
 """Claude Code's object is a few hundred bytes; more than this is not read."""
 
 
-@dataclass(frozen=True, slots=True)
-class StatusInput:
+class StatusInput(NamedTuple):
     session_id: str | None = None
     transcript_path: str | None = None
     model: str | None = None

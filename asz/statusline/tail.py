@@ -17,9 +17,8 @@ from __future__ import annotations
 import os
 import re
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from asz.adapters.source_files import NotReadable, open_regular
 from asz.view.growing import StreamFold
@@ -37,8 +36,7 @@ enough for the first line, which names the session and its first moment."""
 CHUNK = 4 << 20
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
+class Source(NamedTuple):
     stream: str
     path: Path
 
@@ -56,8 +54,7 @@ def session_sources(transcript: Path) -> list[Source]:
     return found
 
 
-@dataclass(slots=True)
-class Advanced:
+class Advanced(NamedTuple):
     kept: dict[str, Any] | None
     """What to keep of the source (None: it cannot be read now)."""
     fold: StreamFold | None
@@ -75,7 +72,7 @@ def advance(
     try:
         fd, info = open_regular(source.path)
     except NotReadable:
-        return Advanced(None, None, 0, behind=False)
+        return Advanced(None, None, 0, False)
     try:
         head = os.pread(fd, HEAD, 0)
         fold, offset = _resume(fd, source, kept, info, head)
@@ -96,7 +93,7 @@ def advance(
             done += cut + 1
             pending = pending[cut + 1 :]
     except OSError:
-        return Advanced(None, None, 0, behind=False)
+        return Advanced(None, None, 0, False)
     finally:
         os.close(fd)
     kept = {
@@ -108,7 +105,7 @@ def advance(
         "head": _checksum(head[: min(HEAD, done)]),
         "fold": fold.state(),
     }
-    return Advanced(kept, fold, read, behind=offset < info.st_size)
+    return Advanced(kept, fold, read, offset < info.st_size)
 
 
 def _resume(

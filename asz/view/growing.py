@@ -19,7 +19,6 @@ saves it between runs and goes on from where it stopped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -45,20 +44,22 @@ _COUNTS = (
 )
 
 
-@dataclass(slots=True)
 class Totals:
     """What a stream's closed calls add up to (a session's: every stream's)."""
 
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_COUNTS, 0))
-    cost_usd: float = 0.0
-    waste_usd: float = 0.0
-    unpriced: list[str] = field(default_factory=list)
-    """Models with no price (a few, named once each): their calls cost nothing here."""
-    last_break: dict[str, Any] | None = None
-    """The latest call that re-wrote the cache: ``message_id``, ``time``, ``stream``,
-    ``rewritten_tokens``, ``waste_usd``."""
-    last_call: dict[str, Any] | None = None
-    """The latest call: ``message_id``, ``time``, ``stream``."""
+    __slots__ = ("cost_usd", "counts", "last_break", "last_call", "unpriced", "waste_usd")
+
+    def __init__(self) -> None:
+        self.counts = dict.fromkeys(_COUNTS, 0)
+        self.cost_usd = 0.0
+        self.waste_usd = 0.0
+        self.unpriced: list[str] = []
+        """Models with no price (a few, named once each): their calls cost nothing here."""
+        self.last_break: dict[str, Any] | None = None
+        """The latest call that re-wrote the cache: ``message_id``, ``time``, ``stream``,
+        ``rewritten_tokens``, ``waste_usd``."""
+        self.last_call: dict[str, Any] | None = None
+        """The latest call: ``message_id``, ``time``, ``stream``."""
 
     def add(self, other: Totals) -> None:
         for key, value in other.counts.items():
@@ -128,16 +129,14 @@ class Totals:
 
     @classmethod
     def of_state(cls, value: dict[str, Any]) -> Totals:
-        counts = dict.fromkeys(_COUNTS, 0)
-        counts.update({key: int(value["counts"][key]) for key in _COUNTS})
-        return cls(
-            counts,
-            float(value["cost_usd"]),
-            float(value["waste_usd"]),
-            [str(model) for model in value["unpriced"]][:_MAX_UNPRICED],
-            _moment(value["last_break"]),
-            _moment(value["last_call"]),
-        )
+        totals = cls()
+        totals.counts.update({key: int(value["counts"][key]) for key in _COUNTS})
+        totals.cost_usd = float(value["cost_usd"])
+        totals.waste_usd = float(value["waste_usd"])
+        totals.unpriced = [str(model) for model in value["unpriced"]][:_MAX_UNPRICED]
+        totals.last_break = _moment(value["last_break"])
+        totals.last_call = _moment(value["last_call"])
+        return totals
 
 
 class StreamFold:
