@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_view import land_synth
 
+from asz.statusline.state import MAX_SESSIONS, save_state
 from asz.statusline.status_input import StatusInput, parse_input
 from asz.synth import SynthOptions
 from asz.view.growing import StreamFold
@@ -506,3 +507,39 @@ def test_a_settings_file_that_is_not_an_object_is_left_alone(
         assert done.returncode == 2 and str(path).encode() in done.stderr
         assert path.read_text() == text
     assert not [name for name in os.listdir(tmp_path) if name.endswith(".tmp")]
+
+
+def test_the_state_of_the_sessions_written_last_is_kept_and_no_more(tmp_path: Path) -> None:
+    directory = tmp_path / "statusline"
+    stems = [directory / f"{n:08d}-0000-4000-8000-000000000000" for n in range(MAX_SESSIONS + 5)]
+    for n, stem in enumerate(stems):
+        save_state(stem, {"n": n})
+        if n % 2:
+            save_state(stem, {"n": n, "generation": 0})  # its second file
+        for written in directory.glob(f"{stem.name}.*"):  # an order the clock cannot tie
+            os.utime(written, ns=(n * 10**9, n * 10**9))
+    kept = {path.name.rpartition(".")[0] for path in directory.iterdir()}
+    assert kept == {stem.name for stem in stems[-MAX_SESSIONS:]}
+    assert not any(path.name.startswith(stems[0].name) for path in directory.iterdir())
+
+
+def test_the_kept_report_is_asked_no_more_often_than_the_retry_allows(
+    claude: Claude, tmp_path: Path
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()  # a root that holds no report of this session
+    claude.write(calls(1, 4, breaks=(3,)))
+
+    def loaded() -> set[str]:
+        done = claude.run_asz(
+            "statusline",
+            input=claude.stdin(),
+            env={**claude.env, "ASZ_ROOT": str(root), "PYTHONPROFILEIMPORTTIME": "1"},
+        )
+        assert done.returncode == 0 and b"re-written" in done.stdout
+        return {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()}
+
+    assert "asz.store" in loaded(), "the first run with a break asks the kept report"
+    assert "asz.store" not in loaded(), "the next, within the retry, does not load the store"
+    claude.write(calls(5, 1, breaks=(5,)))
+    assert "asz.store" in loaded(), "a new break is asked about at once"

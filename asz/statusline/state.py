@@ -119,16 +119,18 @@ def _read(path: Path) -> dict[str, Any] | None:
 def _prune(directory: Path) -> None:
     """Keeps the files of the :data:`MAX_SESSIONS` sessions written last; an older
     session's is read again if it comes back."""
-    found = []
+    latest: dict[str, int] = {}
     with os.scandir(directory) as entries:
         for entry in entries:
-            if entry.name.endswith(SLOTS) and entry.is_file(follow_symlinks=False):
+            stem, dot, slot = entry.name.rpartition(".")
+            if dot and f".{slot}" in SLOTS and entry.is_file(follow_symlinks=False):
                 with contextlib.suppress(FileNotFoundError):
-                    found.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.path))
-    found.sort(reverse=True)
-    for _, old in found[2 * MAX_SESSIONS :]:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(old)
+                    written = entry.stat(follow_symlinks=False).st_mtime_ns
+                    latest[stem] = max(written, latest.get(stem, written))
+    for stem in sorted(latest, key=latest.__getitem__, reverse=True)[MAX_SESSIONS:]:
+        for slot in SLOTS:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(directory / f"{stem}{slot}")
 
 
 def _home(env: Mapping[str, str]) -> Path:
