@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="with_command",
         metavar="COMMAND",
         help="run this shell command with the same stdin and show its first line before "
-        "asz's (how --install keeps a status line that was there)",
+        "asz's (how --install keeps a status line that was there; default: none)",
     )
     action = parser.add_mutually_exclusive_group()
     action.add_argument(
@@ -75,7 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--settings",
         type=Path,
-        help="the settings.json to change (default: the one in Claude Code's directory)",
+        help="the settings.json to change (default: the one in Claude Code's directory, "
+        "as asz sources lists them)",
     )
 
 
