@@ -19,10 +19,11 @@ import pytest
 from conftest import RunAsz
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_view import land_synth
+from test_view import land_sample, land_synth
 
 from asz.statusline.state import MAX_SESSIONS, save_state
 from asz.statusline.status_input import StatusInput, parse_input
+from asz.statusline.tail import MAIN_STREAM, Source, advance
 from asz.synth import SynthOptions
 from asz.view.growing import StreamFold
 from asz.view.prices import price_table
@@ -159,6 +160,28 @@ def test_the_figures_are_those_asz_cache_gives_and_the_cause_comes_from_the_kept
             last["detail"],
         )
         assert f"last: {last['cause']} (" in figures["line"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["v1.0.98-inline-sidechains", "v2.1.39-subagents-dir"])
+def test_on_real_transcripts_the_figures_are_those_asz_cache_gives(
+    tmp_path: Path, run_asz: RunAsz, samples: Path, layout: str
+) -> None:
+    store = land_sample(tmp_path, run_asz, samples / "transcripts" / layout)
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "ASZ_ROOT": str(store.location)}
+    compared = 0
+    for transcript in (tmp_path / "claude" / "projects").glob("*/*.jsonl"):
+        done = run_asz("cache", "--root", str(store.location), transcript.stem, "--json")
+        totals = orjson.loads(done.stdout)["totals"]
+        stdin = orjson.dumps({"session_id": transcript.stem, "transcript_path": str(transcript)})
+        figures = orjson.loads(run_asz("statusline", "--json", input=stdin, env=env).stdout)
+        assert (figures["hit_ratio"], figures["breaks"], figures["rewritten_tokens"]) == (
+            totals["hit_ratio"],
+            totals["breaks"],
+            totals["rewritten_tokens"],
+        )
+        compared += figures["breaks"]
+    assert compared > 0, "the samples hold breaks"
 
 
 def test_a_break_on_the_latest_call_is_coloured_and_said_with_its_size(claude: Claude) -> None:
@@ -543,3 +566,29 @@ def test_the_kept_report_is_asked_no_more_often_than_the_retry_allows(
     assert "asz.store" not in loaded(), "the next, within the retry, does not load the store"
     claude.write(calls(5, 1, breaks=(5,)))
     assert "asz.store" in loaded(), "a new break is asked about at once"
+
+
+@pytest.mark.parametrize("budget", [10, 2000])
+def test_a_long_transcript_is_read_over_several_runs_within_the_budget(
+    tmp_path: Path, budget: int
+) -> None:
+    transcript = tmp_path / f"{SESSION}.jsonl"
+    transcript.write_bytes(b"".join(calls(1, 20, breaks=(7, 15))))
+    prices = price_table()
+    source = Source(MAIN_STREAM, transcript)
+    kept, runs = None, 0
+    while True:
+        runs += 1
+        advanced = advance(
+            source, orjson.loads(orjson.dumps(kept)) if kept else None, prices, budget
+        )
+        kept = advanced.kept
+        if not advanced.behind:
+            break
+    assert runs >= 3
+    assert advanced.fold is not None
+    shown = advanced.fold.shown(prices)
+    whole = advance(source, None, prices, 1 << 30)
+    assert whole.fold is not None and not whole.behind
+    assert shown.state() == whole.fold.shown(prices).state()
+    assert (shown.counts["calls"], shown.counts["breaks"]) == (20, 2)

@@ -34,6 +34,7 @@ HEAD = 4096
 """The bytes of a source's start whose checksum tells a rewritten file from a grown one:
 enough for the first line, which names the session and its first moment."""
 CHUNK = 4 << 20
+MIN_CHUNK = 4096
 
 
 class Source(NamedTuple):
@@ -76,10 +77,13 @@ def advance(
     try:
         head = os.pread(fd, HEAD, 0)
         fold, offset = _resume(fd, source, kept, info, head)
-        done, read = offset, 0
+        start = done = offset
+        read = 0
         pending = b""
-        while offset < info.st_size and read < budget:
-            chunk = os.pread(fd, min(CHUNK, info.st_size - offset), offset)
+        # Past the budget only to finish a line: a run always gets on by one.
+        while offset < info.st_size and (read < budget or done == start):
+            want = min(CHUNK, info.st_size - offset, max(budget - read, MIN_CHUNK))
+            chunk = os.pread(fd, want, offset)
             if not chunk:
                 break
             offset += len(chunk)
