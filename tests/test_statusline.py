@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import stat
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from conftest import RunAsz
+from conftest import RunAsz, asz_executable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_view import land_sample, land_synth
@@ -592,3 +594,20 @@ def test_a_long_transcript_is_read_over_several_runs_within_the_budget(
     assert whole.fold is not None and not whole.behind
     assert shown.state() == whole.fold.shown(prices).state()
     assert (shown.counts["calls"], shown.counts["breaks"]) == (20, 2)
+
+
+def test_run_by_hand_on_a_terminal_it_does_not_wait_for_stdin(claude: Claude) -> None:
+    master, slave = pty.openpty()
+    try:
+        done = subprocess.run(
+            [*asz_executable(), "statusline"],
+            stdin=slave,
+            capture_output=True,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **claude.env},
+            timeout=30,
+            check=False,
+        )
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert (done.returncode, done.stdout) == (0, b"asz: no session on stdin\n")

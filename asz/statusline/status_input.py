@@ -47,9 +47,12 @@ def parse_input(data: bytes) -> StatusInput:
 
 def read_stdin(stream: TextIO | None) -> bytes:
     """What stdin holds, at most :data:`MAX_INPUT` bytes (more is an empty input); a closed
-    or unreadable stdin is an empty one."""
+    or unreadable stdin is an empty one, and so is a terminal: Claude Code pipes the JSON in,
+    and a person trying the command by hand would otherwise wait on it for nothing."""
     try:
-        data = stream.buffer.read(MAX_INPUT + 1) if stream is not None else b""
+        if stream is None or stream.isatty():
+            return b""
+        data = stream.buffer.read(MAX_INPUT + 1)
     except (OSError, ValueError, AttributeError):
         return b""
     return data if len(data) <= MAX_INPUT else b""
