@@ -125,8 +125,10 @@ def test_the_figures_are_those_asz_cache_gives_and_the_cause_comes_from_the_kept
     store, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=4, subagents=2))
     projects = tmp_path / "claude" / expected["projects_dir"]
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "ASZ_ROOT": str(store.location)}
+    root = Path(store.location)
     for session in expected["sessions"]:
         done = run_asz("cache", "--root", str(store.location), session["id"], "--json")
+        before = {path: path.stat().st_mtime_ns for path in root.rglob("*")}
         report = orjson.loads(done.stdout)
         totals = report["totals"]
         [transcript] = projects.glob(f"*/{session['id']}.jsonl")
@@ -162,6 +164,8 @@ def test_the_figures_are_those_asz_cache_gives_and_the_cause_comes_from_the_kept
             last["detail"],
         )
         assert f"last: {last['cause']} (" in figures["line"]
+        after = {path: path.stat().st_mtime_ns for path in root.rglob("*")}
+        assert after == before, "the status line writes nothing in the root"
 
 
 @pytest.mark.slow
