@@ -615,3 +615,18 @@ def test_run_by_hand_on_a_terminal_it_does_not_wait_for_stdin(claude: Claude) ->
         os.close(master)
         os.close(slave)
     assert (done.returncode, done.stdout) == (0, b"asz: no session on stdin\n")
+
+
+def test_a_state_file_left_half_written_gives_way_to_the_one_before(claude: Claude) -> None:
+    claude.write(calls(1, 5))
+    claude.line()
+    claude.write(calls(6, 5, breaks=(8,)))
+    claude.line()
+    newer, older = sorted(claude.state_files(), key=lambda path: -path.stat().st_mtime_ns)
+    whole = newer.read_bytes()
+    newer.write_bytes(whole[: len(whole) // 2])  # a run stopped while writing it
+    claude.write(calls(11, 3, breaks=(12,)))
+    figures = claude.figures()
+    assert figures == claude.figures(XDG_CACHE_HOME=str(claude.cache.parent / "other-cache"))
+    assert (figures["calls"], figures["breaks"]) == (13, 2)
+    assert older.exists()
