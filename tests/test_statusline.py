@@ -530,10 +530,10 @@ def test_a_settings_file_that_is_not_an_object_is_left_alone(
     tmp_path: Path, run_asz: RunAsz
 ) -> None:
     path = tmp_path / "settings.json"
-    for text in ("{broken", "[1]"):
+    for text in ("{broken", "[1]", '{"statusLine": {"type": "static", "text": "x"}}'):
         path.write_text(text)
         done = run_asz("statusline", "--install", "--settings", str(path))
-        assert done.returncode == 2 and str(path).encode() in done.stderr
+        assert done.returncode == 2 and done.stderr.startswith(f"asz: {path}".encode())
         assert path.read_text() == text
     assert not [name for name in os.listdir(tmp_path) if name.endswith(".tmp")]
 

@@ -35,7 +35,10 @@ def change_settings(args: argparse.Namespace, config: Config) -> int:
     path = args.settings or settings_file(config.claude_dirs)
     before = _read(path)
     ours = own_command()
-    after = uninstalled(before) if args.uninstall else installed(before, ours)
+    try:
+        after = uninstalled(before) if args.uninstall else installed(before, ours)
+    except ValueError as err:
+        raise UsageError(f"{path}: {err}") from None
     if after is None:
         said = (
             "asz is in its status line already" if args.install else "its status line is not asz's"
@@ -82,14 +85,20 @@ def own_command() -> str:
 
 def installed(settings: dict[str, Any], ours: str) -> dict[str, Any] | None:
     """The settings with asz's status line, after the command there was; None when asz's
-    is there already."""
+    is there already. ValueError for a status line that is not a command: it is not asz's
+    to replace."""
     entry = settings.get(KEY)
-    if isinstance(entry, dict) and isinstance(entry.get("command"), str):
-        if _ours(entry["command"]) is not None:
-            return None
-        command = f"{ours} --with {shlex.quote(entry['command'])}"
-        return {**settings, KEY: {**entry, "type": "command", "command": command}}
-    return {**settings, KEY: {"type": "command", "command": ours, "padding": 0}}
+    if entry is None:
+        return {**settings, KEY: {"type": "command", "command": ours, "padding": 0}}
+    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+        raise ValueError(
+            f"its {KEY} is not a command asz can run before its own: {json.dumps(entry)}; "
+            "remove it, then run this again"
+        )
+    if _ours(entry["command"]) is not None:
+        return None
+    command = f"{ours} --with {shlex.quote(entry['command'])}"
+    return {**settings, KEY: {**entry, "type": "command", "command": command}}
 
 
 def uninstalled(settings: dict[str, Any]) -> dict[str, Any] | None:
