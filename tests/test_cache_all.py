@@ -243,8 +243,13 @@ def test_project_and_since_pick_sessions_as_asz_sessions_does(hand: Store, run_a
     assert [(day["day"], day["calls"]) for day in days] == [("2026-03-02", 2), ("2026-03-01", 2)]
 
     none = run_asz("cache", "--root", str(hand.location), "--project", "nowhere")
-    assert none.returncode == 0 and none.stdout == b""
+    assert none.returncode == 2 and none.stdout == b""
     assert b"no landed session matches" in none.stderr
+    for by in ((), ("--by", "project"), ("--by", "day")):
+        listed = run_asz(
+            "cache", "--root", str(hand.location), "--json", "--since", "3000-01-01", *by
+        )
+        assert listed.returncode == 2 and orjson.loads(listed.stdout) == [], by
     bad = run_asz("cache", "--root", str(hand.location), "--since", "yesterday")
     assert bad.returncode == 2 and b"yesterday" in bad.stderr
     mixed = run_asz("cache", "--root", str(hand.location), W1[:8], "--by", "day")

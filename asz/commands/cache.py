@@ -20,6 +20,7 @@ from asz.commands.listing import (
     add_filters,
     filtering,
     list_sessions,
+    listing_exit,
     project_shown,
     say_none_listed,
     when_shown,
@@ -114,7 +115,9 @@ def _every_session(args: argparse.Namespace, config: Config) -> int:
     # listing, has no place for them.
     shown = {summary.id for summary in listed.shown}
     in_json = args.by is None and met.keys() <= shown
-    return report_problems(problems, all_in="--json" if in_json else None)
+    return listing_exit(
+        listed, args, report_problems(problems, all_in="--json" if in_json else None)
+    )
 
 
 def _print_ranking(ranking: Ranking, prefixes: dict[str, str], by: str | None) -> None:

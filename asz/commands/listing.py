@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from asz.commands.args import SINCE_HELP, open_root, parse_since
+from asz.commands.exits import EXIT_USAGE
 
 if TYPE_CHECKING:
     from asz.config import Config
@@ -104,6 +105,14 @@ def say_none_listed(config: Config, args: argparse.Namespace) -> None:
     """On stderr, why a listing printed nothing: nothing landed, or nothing matched."""
     said = "no landed session matches" if filtering(args) else "no sessions have landed"
     print(f"asz: {said} under {config.location}", file=sys.stderr)
+
+
+def listing_exit(listed: Listed, args: argparse.Namespace, problems: int) -> int:
+    """A listing's exit code: EXIT_USAGE when ``--project`` or ``--since`` picked no session
+    (what was asked for is not there, which a script must tell from an empty answer), else
+    ``problems``, the code of what it met reading. An empty root is no such case: every
+    session of it is listed."""
+    return EXIT_USAGE if filtering(args) and not listed.shown else problems
 
 
 def project_shown(project: str | None) -> str:

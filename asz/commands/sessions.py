@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from asz.commands.listing import (
     add_filters,
     list_sessions,
+    listing_exit,
     project_shown,
     say_none_listed,
     when_shown,
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         _print_table(listed.shown, unique_prefixes(listed.ids))
     else:
         say_none_listed(config, args)
-    return report_problems(listed.problems)
+    return listing_exit(listed, args, report_problems(listed.problems))
 
 
 def _print_table(shown: list[SessionSummary], prefixes: dict[str, str]) -> None:
