@@ -231,3 +231,14 @@ def test_a_session_of_a_missing_root_says_the_root_is_missing(run_asz, tmp_path:
         result = run_asz(*args)
         assert result.returncode == 2, command
         assert result.stderr.decode() == f"asz: there is no storage root at {missing}\n", command
+
+
+def test_sources_with_no_claude_code_directory_suggests_the_documented_one(
+    run_asz, tmp_path: Path
+) -> None:
+    """Neither ~/.config/claude nor ~/.claude exists: the bodies directory to set is the one
+    under ~/.claude, where Claude Code's documentation (and the README) put its settings."""
+    result = run_asz("sources", "--root", str(tmp_path / "root"))
+    home = tmp_path / "home"
+    wanted = f"OTEL_LOG_RAW_API_BODIES=file:{home / '.claude' / 'asz' / 'provider-bodies'}"
+    assert wanted in result.stdout.decode().splitlines()[-1], result.stdout
