@@ -242,3 +242,16 @@ def test_sources_with_no_claude_code_directory_suggests_the_documented_one(
     home = tmp_path / "home"
     wanted = f"OTEL_LOG_RAW_API_BODIES=file:{home / '.claude' / 'asz' / 'provider-bodies'}"
     assert wanted in result.stdout.decode().splitlines()[-1], result.stdout
+
+
+@pytest.mark.parametrize("sessions", [1, 2])
+def test_synth_says_what_it_wrote_in_words(run_asz, tmp_path: Path, sessions: int) -> None:
+    out = tmp_path / "claude"
+    result = run_asz("synth", str(out), "--sessions", str(sessions))
+    assert result.returncode == 0, result.stderr
+    totals = json.loads((out / "expected.json").read_bytes())["totals"]
+    session_word = "session" if sessions == 1 else "sessions"
+    assert result.stdout.decode() == (
+        f"wrote {totals['requests']} requests, {totals['responses']} responses and the "
+        f"transcripts of {sessions} {session_word} under {out}\n"
+    )
