@@ -266,8 +266,8 @@ def test_off_a_terminal_the_ranking_is_plain_tables_whose_ids_paste(
     sessions, projects, days, total = text.split("\n\n")
     header, *rows = sessions.splitlines()
     assert header.split() == [
-        "SESSION", "PROJECT", "FIRST", "LAST", "CALLS", "BREAKS", "REWRITTEN", "HIT", "COST",
-        "$", "WASTE", "$",
+        "SESSION", "PROJECT", "FIRST", "(UTC)", "LAST", "(UTC)", "CALLS", "BREAKS", "REWRITTEN",
+        "HIT", "COST", "$", "WASTE", "$",
     ]  # fmt: skip
     assert len(rows) == len(RANKED)
     for row, session in zip(rows, RANKED, strict=True):

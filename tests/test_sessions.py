@@ -243,8 +243,9 @@ def test_off_a_terminal_the_table_is_plain_and_its_ids_paste_into_other_commands
     done = asz(home, "sessions", "--root", str(root))
     assert done.returncode == 0, done.stderr
     header, *rows = done.stdout.splitlines()
-    assert header.split() == [
-        "SESSION", "PROJECT", "FIRST", "LAST", "MODELS", "CALLS", "BODIES", "LINES", "LANDED"
+    assert re.split(r"\s{2,}", header) == [
+        "SESSION", "PROJECT", "FIRST (UTC)", "LAST (UTC)", "MODELS", "CALLS", "BODIES", "LINES",
+        "LANDED",
     ]  # fmt: skip
     assert "\x1b" not in done.stdout and not any(line != line.rstrip() for line in rows)
     ids = [s["id"] for s in listing(home, root)]

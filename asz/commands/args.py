@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 _AGE = re.compile(r"(\d{1,6})([mhdw])")
 _AGE_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 SINCE_HELP = (
-    "a date (2026-01-31, from local midnight), an ISO time (2026-01-31T09:30, local time "
-    "unless it names a zone, e.g. Z or +02:00), or an age: 30m, 24h, 7d, 2w"
+    "a date (2026-01-31, from midnight UTC), an ISO time (2026-01-31T09:30, UTC unless it "
+    "names a zone, e.g. +02:00), or an age: 30m, 24h, 7d, 2w"
 )
 
 
@@ -146,4 +146,5 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
         moment = datetime.fromisoformat(wanted)
     except ValueError:
         raise ValueError(f"{text!r} is not a date, an ISO time or an age ({SINCE_HELP})") from None
-    return moment if moment.tzinfo is not None else moment.astimezone()
+    # UTC, the zone every listing shows its times in: a time copied from one picks it.
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

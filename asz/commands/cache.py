@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from asz.commands.args import add_session, landed_session
 from asz.commands.exits import UsageError
 from asz.commands.listing import (
+    FIRST,
+    LAST,
     add_filters,
     filtering,
     list_sessions,
@@ -184,8 +186,8 @@ def _print_figures(
 _SESSION_COLUMNS = (
     Column("SESSION"),
     Column("PROJECT", wraps=True, drop=1),
-    Column("FIRST", drop=7),
-    Column("LAST", drop=3),
+    Column(FIRST, drop=7),
+    Column(LAST, drop=3),
 )
 _SESSIONS = Column("SESSIONS", numeric=True, drop=8)
 _FIGURES = (

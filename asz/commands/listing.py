@@ -14,7 +14,7 @@ import fnmatch
 import re
 import sys
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -125,8 +125,18 @@ def project_shown(project: str | None) -> str:
     return project
 
 
+FIRST = "FIRST (UTC)"
+LAST = "LAST (UTC)"
+"""The headers over the times :func:`when_shown` gives: every time a command prints is in UTC
+(the view's timeline and the per-day totals too), and every header that shows one says so."""
+
+
 def when_shown(moment: str | None) -> str:
-    """A time in this machine's zone, to the minute; ``-`` when unknown."""
+    """A time in UTC, to the minute; ``-`` when unknown. One zone for every command, so that
+    a time read in one listing is found as it is in another, and the same on every machine."""
     if moment is None:
         return "-"
-    return datetime.fromisoformat(moment).astimezone().strftime("%Y-%m-%d %H:%M")
+    parsed = datetime.fromisoformat(moment)
+    if parsed.tzinfo is None:  # Claude Code writes its times in UTC
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC).strftime("%Y-%m-%d %H:%M")

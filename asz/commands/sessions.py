@@ -14,6 +14,8 @@ import re
 from typing import TYPE_CHECKING
 
 from asz.commands.listing import (
+    FIRST,
+    LAST,
     add_filters,
     list_sessions,
     listing_exit,
@@ -63,8 +65,8 @@ def _print_table(shown: list[SessionSummary], prefixes: dict[str, str]) -> None:
     columns = [
         Column("SESSION"),
         Column("PROJECT", wraps=True, drop=2),
-        Column("FIRST", drop=7),
-        Column("LAST", drop=1),
+        Column(FIRST, drop=7),
+        Column(LAST, drop=1),
         Column("MODELS", wraps=True, drop=4),
         Column("CALLS", numeric=True, drop=3),
         Column("BODIES", numeric=True, drop=8),
