@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,7 +16,12 @@ from typing import Any
 import orjson
 import pytest
 from conftest import asz_executable
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.cells import cell_len
+from test_human_output import on_a_terminal
 
+from asz.commands.listing import path_shortened
 from asz.synth import SynthOptions, synthesize
 
 ZONE = "IST-5:30"
@@ -120,3 +126,95 @@ def test_the_view_and_the_day_totals_are_in_utc_too(landed: tuple[dict[str, str]
     days = asz(env, "cache", "--root", str(root), "--by", "day")
     assert "by day (UTC)" in days.stdout
     assert [line.split()[0] for line in days.stdout.splitlines()[2:-3]] == ["2026-09-18"]
+
+
+# -- one line a session, at the widths terminals have ----------------------------------------
+
+
+def terminal_lines(env: dict[str, str], columns: int, *args: str) -> list[str]:
+    """What a terminal ``columns`` wide shows of ``asz args``, its escapes left out."""
+    code, shown, _err = on_a_terminal([*args], env, "stdout", columns=columns)
+    assert code == 0, shown
+    return [re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", line) for line in shown.splitlines()]
+
+
+def session_rows(lines: list[str], ids: list[str]) -> list[str]:
+    """The lines of the first table (up to its blank line) after its header, each checked to
+    start with a session's prefix: a line that does not is a session's second line."""
+    table = lines[: lines.index("")] if "" in lines else lines
+    rows = table[1:]
+    assert all(row.split()[0] in {i[: len(row.split()[0])] for i in ids} for row in rows), rows
+    return rows
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120])
+@pytest.mark.parametrize("command", [["sessions"], ["cache"]])
+def test_on_a_terminal_each_session_is_one_line_that_fits(
+    landed: tuple[dict[str, str], Path], columns: int, command: list[str]
+) -> None:
+    env, root = landed
+    listed = summaries(env, root)
+    ids = [summary["id"] for summary in listed]
+    lines = terminal_lines(env, columns, *command, "--root", str(root))
+    assert all(len(line.rstrip()) <= columns for line in lines), lines
+    rows = session_rows(lines, ids)
+    assert len(rows) == len(ids), rows
+    header = lines[0]
+    assert "LAST (UTC)" in header and "PROJECT" in header
+    for summary in listed:
+        (row,) = [row for row in rows if summary["id"].startswith(row.split()[0])]
+        project = row.split()[1]
+        # Shortened from the left by whole names: the end of the path, which tells it apart.
+        assert project == summary["cwd"] or (
+            project.startswith("…/") and summary["cwd"].endswith(project[1:])
+        ), row
+    if "MODELS" in header:
+        (hand,) = [row for row in rows if HAND.startswith(row.split()[0])]
+        assert (
+            "haiku, opus, sonnet" in hand
+            or ", ".join(
+                name.removeprefix("claude-").removesuffix("-20251001") for name in sorted(MODELS)
+            )
+            in hand
+        ), hand
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120])
+def test_on_a_terminal_a_sessions_report_fits(
+    landed: tuple[dict[str, str], Path], columns: int
+) -> None:
+    env, root = landed
+    busiest = max(summaries(env, root), key=lambda summary: summary["calls"])
+    lines = terminal_lines(env, columns, "cache", "--root", str(root), busiest["id"])
+    assert all(len(line.rstrip()) <= columns for line in lines), lines
+    header = lines[0].split()
+    assert {"request", "cause", "read", "rewritten", "detail"} <= set(header), header
+
+
+def test_off_a_terminal_the_project_and_models_are_whole(
+    landed: tuple[dict[str, str], Path],
+) -> None:
+    env, root = landed
+    done = asz(env, "sessions", "--root", str(root))
+    (hand,) = [row for row in done.stdout.splitlines() if HAND.startswith(row.split()[0])]
+    assert f"  {DEEP}  " in hand
+    assert "haiku-4-5, opus-4-6, sonnet-4-6" in hand
+
+
+@given(
+    names=st.lists(st.text(alphabet="abcé界-_. ", min_size=1, max_size=12), max_size=8),
+    width=st.integers(min_value=0, max_value=80),
+)
+def test_a_path_is_shortened_from_the_left_by_whole_names(names: list[str], width: int) -> None:
+    path = "/" + "/".join(names)
+    shown = path_shortened(path, width)
+    if cell_len(path) <= width:
+        assert shown == path
+        return
+    assert shown.startswith("…/") and path.endswith(shown[1:])
+    kept = shown[2:].split("/")
+    assert kept == path.split("/")[-len(kept) :]
+    # As many names as fit: one more would not, and the last is there however wide.
+    more = "…/" + "/".join(path.split("/")[-len(kept) - 1 :])
+    assert cell_len(shown) <= width or len(kept) == 1
+    assert cell_len(more) > width or len(kept) + 1 == len(path.split("/"))

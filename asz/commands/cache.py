@@ -23,6 +23,7 @@ from asz.commands.listing import (
     filtering,
     list_sessions,
     listing_exit,
+    path_shortened,
     project_shown,
     say_none_listed,
     when_shown,
@@ -145,7 +146,8 @@ def _print_ranking(ranking: Ranking, prefixes: dict[str, str], by: str | None) -
         print("by project")
         projects = ranking.projects()
         named = [[project_shown(entry["project"]), f"{entry['sessions']:,}"] for entry in projects]
-        _print_figures((Column("PROJECT", wraps=True), _SESSIONS), named, projects)
+        project = Column("PROJECT", shorten=path_shortened)
+        _print_figures((project, _SESSIONS), named, projects)
     if by in (None, "day"):
         print("by day (UTC)")
         days = ranking.days()
@@ -185,7 +187,7 @@ def _print_figures(
 
 _SESSION_COLUMNS = (
     Column("SESSION"),
-    Column("PROJECT", wraps=True, drop=1),
+    Column("PROJECT", drop=1, shorten=path_shortened),
     Column(FIRST, drop=7),
     Column(LAST, drop=3),
 )
@@ -204,14 +206,16 @@ hit ratio and the breaks go first, in that order."""
 
 
 _NUMERIC = frozenset({"#", "input", "read", "written", "rewritten", "waste $"})
-_DROPPED_FIRST = ("message", "stream", "input", "written")
+_DROPPED_FIRST = ("message", "stream", "input", "written", "read")
 """On a narrow terminal these go first, in this order (the message id is in ``asz view``,
-the input and written counts in ``--json``): the request prefix, the cause, what was read,
-re-written and wasted stay, and the detail wraps."""
+the counts in ``--json``): the request prefix, the cause, what was re-written and wasted
+stay, and the detail wraps; what was read goes last, only when an 80-column terminal meets a
+count of millions."""
 
 
-_DETAIL_NARROWEST = 32
-"""Narrower, a cause's detail wraps every word or two: the message and stream go first."""
+_DETAIL_NARROWEST = 26
+"""Narrower, a cause's detail wraps every word or two: the message and stream go first. At
+26 the table keeps what was read on an 80-column terminal."""
 
 
 def _column(header: str) -> Column:

@@ -125,6 +125,21 @@ def project_shown(project: str | None) -> str:
     return project
 
 
+def path_shortened(path: str, width: int) -> str:
+    """A path made to fit ``width`` from the left, whole names kept (``…/src/harborview``),
+    since its last names say which project it is; its last name alone when no more fits."""
+    from rich.cells import cell_len
+
+    names = path.split("/")
+    if cell_len(path) <= width or len(names) < 2:
+        return path
+    for keep in range(len(names) - 1, 0, -1):
+        shown = "…/" + "/".join(names[-keep:])
+        if cell_len(shown) <= width:
+            return shown
+    return shown
+
+
 FIRST = "FIRST (UTC)"
 LAST = "LAST (UTC)"
 """The headers over the times :func:`when_shown` gives: every time a command prints is in UTC
