@@ -147,7 +147,8 @@ def cache_json(run_asz: Any, store: Store, *args: str) -> Any:
 
 def check_against_reports(run_asz: Any, store: Store) -> list[dict[str, Any]]:
     """The ranking of every session of ``store``: each session as its own report says, in
-    order of waste, and the per-project and per-day totals summing to the sessions."""
+    order of waste, and the per-cause, per-project and per-day totals summing to the
+    sessions."""
     ranked = cache_json(run_asz, store)
     assert sorted(entry["session"] for entry in ranked) == store.sessions()
     for entry in ranked:
@@ -163,7 +164,7 @@ def check_against_reports(run_asz: Any, store: Store) -> list[dict[str, Any]]:
     assert [e["waste_usd"] for e in known] == sorted((e["waste_usd"] for e in known), reverse=True)
     unknown = [entry["rewritten_tokens"] for entry in ranked[len(known) :]]
     assert unknown == sorted(unknown, reverse=True)
-    for by in ("project", "day"):
+    for by in ("cause", "project", "day"):
         check_totals(ranked, cache_json(run_asz, store, "--by", by), by)
     return ranked
 
@@ -263,7 +264,8 @@ def test_off_a_terminal_the_ranking_is_plain_tables_whose_ids_paste(
     assert done.returncode == 0 and done.stderr == b""
     text = done.stdout.decode()
     assert "\x1b" not in text and all(line == line.rstrip() for line in text.splitlines())
-    sessions, projects, days, total = text.split("\n\n")
+    sessions, causes, projects, days, total = text.split("\n\n")
+    assert causes.splitlines()[0] == "by cause, most waste first"
     header, *rows = sessions.splitlines()
     assert header.split() == [
         "SESSION", "PROJECT", "FIRST", "(UTC)", "LAST", "(UTC)", "CALLS", "BREAKS", "REWRITTEN",

@@ -39,7 +39,7 @@ SUMMARY = (
     "say what broke the prompt cache at each request of a session, and what it cost; with no "
     "SESSION, rank every session by what its breaks wasted"
 )
-BY = ("project", "day")
+BY = ("cause", "project", "day")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,14 +48,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--by",
         choices=BY,
-        help="with no SESSION: list the totals per project or per UTC day instead of the "
-        "sessions (default: the sessions, then both totals; with --json, the sessions)",
+        help="with no SESSION: list the totals per cause of the breaks, per project or per "
+        "UTC day instead of the sessions (default: the sessions, then all three totals; with "
+        "--json, the sessions)",
     )
     parser.add_argument(
         "--json",
         action="store_true",
         help="print the report as JSON; with no SESSION, a JSON list of the sessions, most "
-        "waste first (of the projects or days with --by) (docs/view.md)",
+        "waste first (of the causes, projects or days with --by) (docs/view.md)",
     )
 
 
@@ -108,7 +109,11 @@ def _every_session(args: argparse.Namespace, config: Config) -> int:
         problems += report["problems"]
         ranking.add(summary, report, met.get(summary.id, ()))
     if args.json:
-        listing = {"project": ranking.projects, "day": ranking.days}.get(args.by, ranking.sessions)
+        listing = {
+            "cause": ranking.causes,
+            "project": ranking.projects,
+            "day": ranking.days,
+        }.get(args.by, ranking.sessions)
         print_json(listing())
     elif listed.shown:
         _print_ranking(ranking, unique_prefixes(listed.ids), args.by)
@@ -124,8 +129,8 @@ def _every_session(args: argparse.Namespace, config: Config) -> int:
 
 
 def _print_ranking(ranking: Ranking, prefixes: dict[str, str], by: str | None) -> None:
-    """The tables ``by`` asks for (the sessions, then per project and per day, when None),
-    then the sum of them all."""
+    """The tables ``by`` asks for (when None: the sessions, then what each cause cost beside
+    them, then per project and per day), then the sum of them all."""
     from asz.table import print_lines
     from asz.view.cache_text import money_said, percent
     from asz.words import count
@@ -142,6 +147,11 @@ def _print_ranking(ranking: Ranking, prefixes: dict[str, str], by: str | None) -
             for entry in sessions
         ]
         _print_figures(_SESSION_COLUMNS, named, sessions)
+    if by in (None, "cause"):
+        print("by cause, most waste first")
+        causes = ranking.causes()
+        named = [[entry["cause"], f"{entry['sessions']:,}"] for entry in causes]
+        _print_figures((Column("CAUSE"), _SESSIONS), named, causes)
     if by in (None, "project"):
         print("by project")
         projects = ranking.projects()
