@@ -59,8 +59,8 @@ def report_cells(report: dict[str, Any], shown: Mapping[str, str] | None = None)
 
 
 def report_summary(report: dict[str, Any]) -> list[str]:
-    """The lines after the table: the session's totals, each cause's share, and why the
-    report says nothing when it does not."""
+    """The lines after the table: the session's totals, each cause with its calls and the
+    dollars it wasted, and why the report says nothing when it does not."""
     empty_because = report["empty_because"]
     if not report["rows"]:
         return [f"session {report['session']}: nothing to report: {empty_because}"]
@@ -75,20 +75,21 @@ def report_summary(report: dict[str, Any]) -> list[str]:
         f"{totals['input_tokens']:,} not cached",
         money_said(totals),
     ]
-    lines += cause_lines(report)
+    lines += _cause_lines(report)
     if empty_because:
         lines.append(empty_because)
     return lines
 
 
-def cause_lines(report: dict[str, Any]) -> list[str]:
+def _cause_lines(report: dict[str, Any]) -> list[str]:
     """The report's calls per cause, most waste first, each with the tokens it wrote and
     re-wrote and the dollars it wasted; then the requests joined to no call on a line of
-    their own. Those are side requests (a session's title, a compaction summary): they carry
-    no usage, and counted under the cause their comparison found they would pass for breaks
-    that cost nothing."""
-    lines = [_cause_line("cause", "calls", "written", "rewritten", "waste $")]
-    for entry in calls_by_cause(report):
+    their own. Most of those are side requests (a session's title, a compaction summary):
+    they carry no usage, and counted under the cause their comparison found they would pass
+    for breaks that cost nothing."""
+    causes = calls_by_cause(report)
+    lines = [_cause_line("cause", "calls", "written", "rewritten", "waste $")] if causes else []
+    for entry in causes:
         lines.append(
             _cause_line(
                 entry["cause"],
@@ -103,8 +104,8 @@ def cause_lines(report: dict[str, Any]) -> list[str]:
     )
     if side:
         lines.append(
-            f"  {SIDE:<13}{side:>6}  {'request' if side == 1 else 'requests'} joined to no call: "
-            "side requests (a title, a compaction summary) carry no usage and waste nothing"
+            f"  {SIDE:<13}{side:>6}  {'request' if side == 1 else 'requests'} joined to no call, "
+            "such as side requests (a title, a compaction summary): no usage, nothing wasted"
         )
     return lines
 
