@@ -246,7 +246,7 @@ def test_project_and_since_pick_sessions_as_asz_sessions_does(hand: Store, run_a
     none = run_asz("cache", "--root", str(hand.location), "--project", "nowhere")
     assert none.returncode == 2 and none.stdout == b""
     assert b"no landed session matches" in none.stderr
-    for by in ((), ("--by", "project"), ("--by", "day")):
+    for by in ((), ("--by", "cause"), ("--by", "project"), ("--by", "day")):
         listed = run_asz(
             "cache", "--root", str(hand.location), "--json", "--since", "3000-01-01", *by
         )
@@ -336,7 +336,7 @@ def test_an_empty_root_says_nothing_landed_and_a_missing_one_is_exit_2(
     done = run_asz("cache", "--root", str(tmp_path / "empty"))
     assert done.returncode == 0 and done.stdout == b""
     assert b"no sessions have landed" in done.stderr
-    for by in ((), ("--by", "project"), ("--by", "day")):
+    for by in ((), ("--by", "cause"), ("--by", "project"), ("--by", "day")):
         listed = run_asz("cache", "--root", str(tmp_path / "empty"), "--json", *by)
         assert listed.returncode == 0 and orjson.loads(listed.stdout) == []
     missing = run_asz("cache", "--root", str(tmp_path / "typo"))
