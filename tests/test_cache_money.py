@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import asz_runner
 from test_view import land_synth
 
 from asz.store import Store
@@ -21,9 +21,11 @@ SIDE_KINDS = {"title", "compaction"}
 """The kinds of request ``asz synth`` writes that no call records: a side request."""
 
 
-@pytest.fixture
-def synth(tmp_path: Path, run_asz: Any) -> tuple[Store, dict[str, Any]]:
-    return land_synth(tmp_path, run_asz, SynthOptions(seed=4, sessions=2))
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, dict[str, Any]]:
+    """A capture of two sessions, landed once for the module's tests, which only read it."""
+    base = tmp_path_factory.mktemp("money")
+    return land_synth(base, asz_runner(base / "home"), SynthOptions(seed=4, sessions=2))
 
 
 def cause_lines(text: str) -> dict[str, list[str]]:
