@@ -203,3 +203,9 @@ def test_a_failing_page_answers_500_and_logs_no_message(fails_after_start: bool)
     assert secret not in repr(logged) + repr(sent)
     starts = [m for m in sent if m["type"] == "http.response.start"]
     assert [m["status"] for m in starts] == [200] if fails_after_start else [500]
+    if not fails_after_start:
+        headers = dict(starts[0]["headers"])
+        assert headers[b"content-type"].startswith(b"text/html")
+        assert b"default-src 'none'" in headers[b"content-security-policy"]
+        page = b"".join(m.get("body", b"") for m in sent)
+        assert b"asz could not make this page, see its log" in page

@@ -67,7 +67,7 @@ class Guard:
         refusal = self._refusal(scope, headers)
         if refusal is not None:
             status, text, extra = refusal
-            await _plain(send, status, text, extra)
+            await answer_plain(send, status, text, extra)
             return
         if self.access.token is not None and TOKEN_PARAMETER in _query(scope):
             await self._set_cookie(scope, send)
@@ -97,7 +97,7 @@ class Guard:
         if kept:
             target += "?" + urlencode(kept)
         cookie = f"{cookie_name(self.access.port)}={token}; HttpOnly; SameSite=Strict; Path=/"
-        await _plain(
+        await answer_plain(
             send,
             303,
             "signed in",
@@ -149,10 +149,15 @@ def _secured(send: Send) -> Send:
     return sending
 
 
-async def _plain(send: Send, status: int, text: str, extra: list[tuple[bytes, bytes]]) -> None:
+async def answer_plain(
+    send: Send, status: int, text: str, extra: list[tuple[bytes, bytes]], *, html: bool = False
+) -> None:
+    """A whole answer written here, before or around the application, with the security
+    headers: ``text`` as plain text, or as a page when ``html``."""
     body = (text + "\n").encode()
+    kind = b"text/html; charset=utf-8" if html else b"text/plain; charset=utf-8"
     headers = [
-        (b"content-type", b"text/plain; charset=utf-8"),
+        (b"content-type", kind),
         (b"content-length", str(len(body)).encode()),
         *extra,
     ]

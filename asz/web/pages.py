@@ -121,7 +121,9 @@ class Pages:
             raise Missing(f"session {session.id} has no call {message_id}")
         report = self.library.report(session)
         row = next((r for r in report["rows"] if r["message_id"] == message_id), None)
-        bodies = {body["role"]: body["id"] for body in call["provider_bodies"]}
+        # a compaction's call, or one whose join was ambiguous, has neither or only one
+        bodies: dict[str, str | None] = {"request": None, "response": None}
+        bodies.update((body["role"], body["id"]) for body in call["provider_bodies"])
         found: dict[str, Any] = {"call": call, "row": row, "bodies": bodies, "session": view}
         found.update(request=None, response=None, difference=None, previous=None)
         request_id = bodies.get("request")
