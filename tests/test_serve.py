@@ -13,7 +13,7 @@ import re
 import socket
 import subprocess
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import pytest
 from serving import (
@@ -247,6 +247,8 @@ def test_a_listen_beyond_loopback_needs_a_token_and_then_every_request_carries_i
         assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
         assert served.get("/", {"Cookie": cookie.split(";")[0]}).status == 200
         assert served.get("/?token=not-the-token-0123456789").status == 401
+        session = f"/sessions/{_expected['sessions'][0]['id']}"
+        assert served.get(f"{session}?token={TOKEN}").headers["location"] == session
         assert (
             served.get(
                 "/", {"Host": f"evil.example:{served.port}", "Authorization": f"Bearer {TOKEN}"}
@@ -255,6 +257,50 @@ def test_a_listen_beyond_loopback_needs_a_token_and_then_every_request_carries_i
         )
     logged = b"".join(str(line).encode() for line in served.lines)
     assert TOKEN.encode() not in logged
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "//evil.example/x",
+        "/%5Cevil.example/",
+        "/%5C%5Cevil.example/",
+        "///evil.example",
+        "/%2F%2Fevil.example",
+        "/\\evil.example",
+        "/%09/evil.example",
+    ],
+)
+def test_signing_in_by_link_redirects_only_to_a_page_of_this_server(
+    synth_root: tuple[Path, dict, Path], tmp_path: Path, path: str
+) -> None:
+    root, _expected, _claude = synth_root
+    with serving(root, tmp_path / "home", env={"ASZ_WEB_TOKEN": TOKEN}) as served:
+        answer = served.get(f"{path}?token={TOKEN}")
+    assert answer.status in (303, 400)
+    if answer.status == 303:
+        location = answer.headers["location"]
+        assert location.startswith("/") and location[1:2] not in ("/", "\\"), location
+        assert urlsplit(location).netloc == "" and "evil.example" not in location
+
+
+@pytest.mark.parametrize("token", [None, TOKEN])
+def test_a_control_character_in_the_path_is_refused_and_logged_as_json(
+    synth_root: tuple[Path, dict, Path], tmp_path: Path, token: str | None
+) -> None:
+    root, _expected, _claude = synth_root
+    env = {"ASZ_WEB_TOKEN": token} if token else {}
+    query = f"?token={token}" if token else ""
+    with serving(root, tmp_path / "home", env=env) as served:
+        for path in ("/a%0d%0aSet-Cookie:x=1", "/sessions/x%0d%0aSet-Cookie:x=1/", "/%00"):
+            answer = served.get(path + query)
+            assert answer.status == 400, path
+            assert "set-cookie" not in answer.headers
+        assert served.get("/", {"Authorization": f"Bearer {token}"} if token else {}).status == 200
+        served.process.terminate()
+        served.process.wait(timeout=30)
+        assert served.process.stderr is not None
+        assert served.process.stderr.read() == b""
 
 
 def test_a_token_file_must_be_private_and_a_token_long(
