@@ -89,6 +89,12 @@ class Served:
         for raw in self.process.stdout:
             self.lines.append(orjson.loads(raw))
 
+    def ended(self) -> int:
+        """Its exit status, once it has ended and every line it logged is read."""
+        code = self.process.wait(timeout=WAIT)
+        self._reader.join(timeout=WAIT)
+        return code
+
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import subprocess
 from pathlib import Path
@@ -301,6 +302,25 @@ def test_a_control_character_in_the_path_is_refused_and_logged_as_json(
         served.process.wait(timeout=30)
         assert served.process.stderr is not None
         assert served.process.stderr.read() == b""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_the_server_cleanly_with_exit_0(
+    synth_root: tuple[Path, dict, Path], tmp_path: Path, sig: signal.Signals
+) -> None:
+    """As the collector stops: after the requests in flight, exit 0, no traceback, and the
+    log's last line says so."""
+    root, expected, _claude = synth_root
+    with serving(root, tmp_path / "home") as served:
+        assert served.get(f"/sessions/{expected['sessions'][0]['id']}").status == 200
+        idle = socket.create_connection(("127.0.0.1", served.port), timeout=10)
+        served.process.send_signal(sig)
+        code = served.ended()
+        idle.close()
+        assert served.process.stderr is not None
+        said = served.process.stderr.read()
+    assert code == 0 and said == b""
+    assert served.lines[-1]["event"] == "stopped"
 
 
 def test_a_token_file_must_be_private_and_a_token_long(

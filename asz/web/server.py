@@ -5,13 +5,18 @@ extras, and it serves a socket bound beforehand. The socket is bound here, befor
 starts, so that the port actually bound (``--listen 127.0.0.1:0`` picks a free one, as the
 tests do) is known to the guard, which checks every ``Host`` against it, and is logged.
 uvicorn's own logging is off: its access log would write every URL, and a URL may carry the
-token. SIGINT and SIGTERM end the server after the requests in flight; uvicorn then raises the
-signal again, so the process ends by it, as a service manager expects of a stopped service.
+token. SIGINT and SIGTERM end the server after the requests in flight, and the command then
+exits 0 with a ``stopped`` line, as ``asz collect`` does: uvicorn would raise the signal again
+once done, which ends the process by the signal (a traceback on Ctrl-C, status -15 under a
+service manager), so :class:`_Server` keeps the signal for itself.
 """
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import socket
+from collections.abc import Iterator
 
 import anyio
 import uvicorn
@@ -23,6 +28,20 @@ from asz.web.library import Library
 
 KEEP_ALIVE = 5
 MAX_CONNECTIONS = 64
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, but a signal only asks it to stop: it is not raised again after."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        before = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in before.items():
+                signal.signal(sig, handler)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -65,4 +84,5 @@ def serve(library: Library, access: Access, sock: socket.socket, log: FilteringB
         token=access.token is not None,
         message=f"serving {library.store.location} at http://{shown}:{port}/",
     )
-    anyio.run(uvicorn.Server(config).serve, [sock])
+    anyio.run(_Server(config).serve, [sock])
+    log.info("stopped")
