@@ -18,6 +18,7 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 from serving import (
+    HIDING,
     HOSTILE,
     child_env,
     hostile_capture,
@@ -220,6 +221,37 @@ def test_hostile_text_in_a_body_is_escaped_everywhere(tmp_path: Path) -> None:
     call = pages[2].text
     assert "&lt;script&gt;window.aszPwned = 1&lt;/script&gt;" in call
     assert 'class="reminder"' in call and 'class="marker"' in call
+
+
+def test_control_and_bidi_characters_are_shown_as_markers_and_the_bytes_stay_exact(
+    tmp_path: Path,
+) -> None:
+    claude = tmp_path / "claude"
+    session, message_id = hostile_capture(claude, HIDING)
+    root = land(tmp_path, claude)
+    hidden = re.compile(
+        "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069]"
+    )
+    with serving(root, tmp_path / "home") as served:
+        paths = ["/", f"/sessions/{session}", f"/sessions/{session}/calls/{message_id}"]
+        pages = {path: served.get(path) for path in paths}
+        body = served.get(
+            f"/sessions/{session}/bodies/0000beef-0000-4000-8000-000000000001.request"
+        )
+    for path, page in pages.items():
+        assert page.status == 200
+        assert hidden.search(page.text) is None, (path, hidden.search(page.text))
+    listed, call = pages["/"].text, pages[paths[2]].text
+    assert "left ⟨U+202E⟩right-to-left⟨U+202C⟩" in listed  # the project, from the cwd
+    for marker in ("U+202E", "U+2067", "U+200F", "U+061C", "U+0000", "U+001B", "U+009B", "U+000D"):
+        assert f"⟨{marker}⟩" in call, marker
+    assert body.status == 200
+    assert (
+        body.body
+        == (
+            claude / "asz" / "provider-bodies" / "0000beef-0000-4000-8000-000000000001.request.json"
+        ).read_bytes()
+    )
 
 
 def test_a_listen_beyond_loopback_needs_a_token_and_then_every_request_carries_it(

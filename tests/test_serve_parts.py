@@ -14,6 +14,7 @@ from asz.web.access import AccessError, access_for, split_host
 from asz.web.compare import difference
 from asz.web.contained import Contained
 from asz.web.diff import CONTEXT, side_by_side
+from asz.web.formats import visible
 from asz.web.pagination import page_of
 from asz.web.request import request_parts, segments
 
@@ -209,3 +210,13 @@ def test_a_failing_page_answers_500_and_logs_no_message(fails_after_start: bool)
         assert b"default-src 'none'" in headers[b"content-security-policy"]
         page = b"".join(m.get("body", b"") for m in sent)
         assert b"asz could not make this page, see its log" in page
+
+
+@given(st.text())
+def test_every_hiding_character_becomes_a_marker_and_nothing_else_changes(text: str) -> None:
+    import re
+
+    shown = visible(text)
+    assert re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", shown) is None
+    back = re.sub("⟨U\\+([0-9A-F]{4,6})⟩", lambda m: chr(int(m.group(1), 16)), shown)
+    assert back == re.sub("⟨U\\+([0-9A-F]{4,6})⟩", lambda m: chr(int(m.group(1), 16)), text)

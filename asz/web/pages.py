@@ -20,7 +20,7 @@ from starlette.responses import HTMLResponse, Response
 
 from asz.web.chart import cache_chart, weight_bar
 from asz.web.compare import difference
-from asz.web.formats import FILTERS
+from asz.web.formats import FILTERS, visible
 from asz.web.library import Library, Missing
 from asz.web.listing import choice_of, chosen
 from asz.web.pagination import page_items, page_of
@@ -43,6 +43,7 @@ def environment() -> Environment:
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=visible,
     )
     env.filters.update(FILTERS)
     env.filters["segment"] = lambda value: quote(str(value), safe="")
