@@ -100,7 +100,84 @@ def test_the_session_list_sorts_filters_and_finds_sessions_by_their_prompts(
         prompt = _a_prompt_of(root, ids[1])
         assert ids[1] in listed("q=" + quote(prompt[:40]))
         assert listed("until=2000-01-01") == []
-        assert sorted(listed("sort=nonsense&order=sideways&since=junk")) == sorted(ids)
+        assert sorted(listed("since=&until=&q=&project=")) == sorted(ids)
+
+
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        ("/?since=2026-13-45", "since=&#39;2026-13-45&#39; is not a day"),
+        ("/?until=junk", "until=&#39;junk&#39; is not a day"),
+        ("/?page=999999999999999999999", "is not a page of this list, which has 1 page"),
+        ("/?page=2", "page=&#39;2&#39; is not a page"),
+        ("/?page=-1", "page=&#39;-1&#39; is not a page"),
+        ("/?sort=nonsense", "sort=&#39;nonsense&#39; is no column"),
+        ("/?order=sideways", "order=&#39;sideways&#39; is neither desc nor asc"),
+        ("/sessions/{s}?page=0", "is not a page of this list"),
+        ("/sessions/{s}?page=abc", "page=&#39;abc&#39; is not a page"),
+    ],
+)
+def test_a_query_value_no_page_offers_is_a_400_page_that_says_what_is_wrong(
+    synth_root: tuple[Path, dict, Path], tmp_path: Path, query: str, said: str
+) -> None:
+    root, expected, _claude = synth_root
+    with serving(root, tmp_path / "home") as served:
+        answer = served.get(query.format(s=expected["sessions"][0]["id"]))
+    assert answer.status == 400
+    assert answer.headers["content-type"].startswith("text/html")
+    assert said in answer.text
+
+
+def _cell(page: str, pattern: str) -> str:
+    found = re.search(pattern, page, re.DOTALL)
+    assert found is not None, pattern
+    return found.group(1).strip()
+
+
+def test_moving_around_calls_in_time_with_the_list_and_the_session_agreeing(
+    synth_root: tuple[Path, dict, Path], tmp_path: Path
+) -> None:
+    root, expected, _claude = synth_root
+    injected = tools_added(expected)
+    session_id = injected["session"]
+    with serving(root, tmp_path / "home") as served:
+        listing = served.get("/").text
+        page = served.get(f"/sessions/{session_id}").text
+        table = page.split('id="timeline"', 1)[1].split("</table>", 1)[0]
+        rows = re.findall(r'/calls/([^"]+)" class="call-link">(\d+)</a>', table)
+        assert [int(n) for _, n in rows] == list(range(1, len(rows) + 1))
+        times = re.findall(r'class="call-link">\d+</a></td>\s*<td>([^<]*)</td>', table)
+        assert times == sorted(times)
+        at = next(
+            n for n, (message_id, _) in enumerate(rows) if message_id == injected["message_id"]
+        )
+        call = served.get(f"/sessions/{session_id}/calls/{injected['message_id']}").text
+        nav = _cell(call, r'<nav class="calls" id="calls-nav">(.*?)</nav>')
+        assert f'/calls/{rows[at - 1][0]}" rel="prev">call {at}</a>' in nav
+        assert f'/calls/{rows[at + 1][0]}" rel="next">call {at + 2}</a>' in nav
+        compared = _cell(call, r'<p id="compared">(.*?)</p>')
+        assert re.search(r'href="/sessions/[^"]+/calls/[^"]+">call \d+</a>', compared)
+        assert f"/sessions/{session_id}/bodies/" in compared
+        first = served.get(f"/sessions/{session_id}/calls/{rows[0][0]}").text
+        assert 'rel="prev"' not in first and "first call" in first
+        icon = _cell(listing, r'<link rel="icon" href="([^"]+)"')
+        favicon = served.get(icon)
+        assert favicon.status == 200 and favicon.headers["content-type"] == "image/svg+xml"
+    listed = listing.split(f'title="{session_id}"', 1)[1].split("</tr>", 1)[0]
+    assert _cell(listed, r'class="models">(.*?)</td>') == _cell(page, r'<dd id="models">(.*?)</dd>')
+    calls = _cell(listed, r'class="num calls">(.*?)</td>')
+    assert calls == _cell(page, r'<dd id="calls">([0-9,]+) in')
+    assert int(calls.replace(",", "")) == len(rows)
+
+
+def test_an_empty_root_says_how_sessions_land_in_it(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    with serving(root, tmp_path / "home") as served:
+        page = served.get("/")
+    assert page.status == 200
+    empty = _cell(page.text, r'<section id="empty">(.*?)</section>')
+    assert "asz collect" in empty and "OTEL_LOG_RAW_API_BODIES" in empty
 
 
 def _a_prompt_of(root: Path, session_id: str) -> str:

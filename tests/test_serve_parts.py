@@ -15,7 +15,7 @@ from asz.web.compare import difference
 from asz.web.contained import Contained
 from asz.web.diff import CONTEXT, side_by_side
 from asz.web.formats import visible
-from asz.web.pagination import page_of
+from asz.web.pagination import BadQuery, page_of
 from asz.web.request import request_parts, segments
 
 BILLING = "x-anthropic-billing-header: cc_version=2.1.260.abc; cch=1; cc_prompt_id=p;"
@@ -172,9 +172,10 @@ def test_a_name_given_is_answered_and_a_listen_beyond_loopback_needs_a_token() -
 
 def test_a_page_number_is_one_of_the_pages() -> None:
     assert (page_of(1000, 200, "3").start, page_of(1000, 200, "3").end) == (400, 600)
-    assert page_of(1000, 200, "99").number == 5
-    assert page_of(1000, 200, "-1").number == 1 and page_of(0, 200, None).count == 1
-    assert page_of(1000, 200, "9" * 40).number == 1
+    assert page_of(0, 200, None).count == 1 and page_of(1000, 200, None).number == 1
+    for wrong in ("99", "-1", "0", "9" * 40, "abc", "\u0663", " 2"):
+        with pytest.raises(BadQuery, match="is not a page of this list, which has pages 1 to 5"):
+            page_of(1000, 200, wrong)
 
 
 @pytest.mark.parametrize("fails_after_start", [False, True])

@@ -20,6 +20,7 @@ from asz.web.contained import Contained
 from asz.web.guard import Guard
 from asz.web.library import Library, Missing
 from asz.web.pages import Pages
+from asz.web.pagination import BadQuery
 
 
 def create_app(library: Library, access: Access, log: FilteringBoundLogger) -> ASGIApp:
@@ -34,7 +35,11 @@ def create_app(library: Library, access: Access, log: FilteringBoundLogger) -> A
             Route("/sessions/{session}/bodies/{record_id}", pages.body, name="body"),
             Mount("/static", StaticFiles(packages=[("asz.web", "static")]), name="static"),
         ],
-        exception_handlers={Missing: pages.missing, 404: pages.missing},
+        exception_handlers={
+            Missing: pages.missing,
+            404: pages.missing,
+            BadQuery: pages.bad_query,
+        },
     )
     return Contained(Guard(app, access, partial(landing, app)), log)
 

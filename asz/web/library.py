@@ -78,7 +78,7 @@ class Library:
             mark = session.landed_mark()
             found.append(
                 Listed(
-                    self._kept(self._small, "summary", session, mark, session.summary),
+                    self.summary(session, mark),
                     self._kept(
                         self._small, "totals", session, mark, partial(self._totals, session)
                     ),
@@ -86,6 +86,12 @@ class Library:
                 )
             )
         return found
+
+    def summary(self, session: Session, mark: str | None = None) -> SessionSummary:
+        """The session in one line, as the list shows it (its models, its counts), so that
+        the session page says what the list says. ``mark``: its landed mark, when known."""
+        mark = session.landed_mark() if mark is None else mark
+        return self._kept(self._small, "summary", session, mark, session.summary)
 
     def _totals(self, session: Session) -> dict[str, Any]:
         totals: dict[str, Any] = self.report(session)["totals"]

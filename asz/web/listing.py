@@ -2,20 +2,22 @@
 
 Every choice is a query parameter of ``/`` (so a filtered, sorted list is a link), read here
 into a :class:`Choice` whose every value is one the page offers: an unknown column or order
-is the default, a date that is not ``YYYY-MM-DD`` is no filter.
+or a date that is not a day (``YYYY-MM-DD``) is a :class:`BadQuery`, which the page answers
+with 400 saying which; an empty value is no choice (the form sends empty fields).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from asz.web.library import Listed
+from asz.web.pagination import BadQuery
 
 MAX_SEARCH = 200
-_DATE = re.compile(r"\d{4}-\d\d-\d\d")
+ORDERS = ("desc", "asc")
 
 
 def _figure(name: str) -> Callable[[Listed], Any]:
@@ -60,13 +62,19 @@ class Choice:
 
 
 def choice_of(params: Mapping[str, str]) -> Choice:
-    sort = params.get("sort", "last")
+    """The choice the query parameters make; BadQuery for a value the page does not offer."""
+    sort = params.get("sort") or "last"
+    if sort not in COLUMNS:
+        raise BadQuery(f"sort={sort!r} is no column: one of {', '.join(COLUMNS)}")
+    order = params.get("order") or "desc"
+    if order not in ORDERS:
+        raise BadQuery(f"order={order!r} is neither {' nor '.join(ORDERS)}")
     return Choice(
-        sort=sort if sort in COLUMNS else "last",
-        descending=params.get("order", "desc") != "asc",
+        sort=sort,
+        descending=order == "desc",
         project=params.get("project", "")[:MAX_SEARCH],
-        since=_date(params.get("since", "")),
-        until=_date(params.get("until", "")),
+        since=_date("since", params.get("since", "")),
+        until=_date("until", params.get("until", "")),
         search=params.get("q", "").strip()[:MAX_SEARCH],
     )
 
@@ -95,5 +103,13 @@ def _wanted(entry: Listed, choice: Choice) -> bool:
     return not choice.search or choice.search.lower() in entry.prompts
 
 
-def _date(text: str) -> str:
-    return text if _DATE.fullmatch(text) else ""
+def _date(name: str, text: str) -> str:
+    if not text:
+        return ""
+    try:
+        day = date.fromisoformat(text)
+    except ValueError:
+        day = None
+    if day is None:
+        raise BadQuery(f"{name}={text!r} is not a day: YYYY-MM-DD, such as 2026-09-18")
+    return day.isoformat()

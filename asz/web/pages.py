@@ -25,7 +25,7 @@ from asz.web.library import Library, Missing
 from asz.web.listing import choice_of, chosen
 from asz.web.pagination import page_items, page_of
 from asz.web.request import pretty, request_parts
-from asz.web.timeline import timeline
+from asz.web.timeline import CallRow, Timeline, timeline
 
 SESSIONS_PER_PAGE = 100
 ROWS_PER_PAGE = 200
@@ -81,6 +81,7 @@ class Pages:
             return {
                 "entries": page_items(shown, page),
                 "total": len(entries),
+                "root": self.library.store.location,
                 "page": page,
                 "choice": choice,
             }
@@ -99,10 +100,12 @@ class Pages:
             page = page_of(len(found.items), ROWS_PER_PAGE, asked)
             return {
                 "view": view,
+                "summary": self.library.summary(session),
                 "report": report,
                 "items": page_items(found.items, page),
                 "page": page,
                 "chart": cache_chart(found.items),
+                "counted": _counted(len(found.calls), len(found.items) - len(found.calls)),
                 "numbers": {call.message_id: call.n for call in found.calls},
                 "problems": list(dict.fromkeys([*view["problems"], *report["problems"]])),
             }
@@ -122,10 +125,13 @@ class Pages:
             raise Missing(f"session {session.id} has no call {message_id}")
         report = self.library.report(session)
         row = next((r for r in report["rows"] if r["message_id"] == message_id), None)
+        in_time = timeline(view, report)
+        before, here, after = in_time.around(message_id)
         # a compaction's call, or one whose join was ambiguous, has neither or only one
         bodies: dict[str, str | None] = {"request": None, "response": None}
         bodies.update((body["role"], body["id"]) for body in call["provider_bodies"])
         found: dict[str, Any] = {"call": call, "row": row, "bodies": bodies, "session": view}
+        found.update(here=here, before=before, after=after, compared=None)
         found.update(request=None, response=None, difference=None, previous=None)
         request_id = bodies.get("request")
         if request_id is not None:
@@ -140,6 +146,7 @@ class Pages:
                     earlier = _object(self.library.body(session, previous))
                     if earlier is not None:
                         found["previous"] = previous
+                        found["compared"] = _call_of(view, in_time, previous)
                         found["difference"] = difference(earlier, parsed)
         response_id = bodies.get("response")
         if response_id is not None:
@@ -173,8 +180,31 @@ class Pages:
             said = str(exc.args[0])
         else:  # the router's 404: no route, or no static file
             said = f"there is no page at {request.url.path}"
-        html = self.env.get_template("missing.html").render({"said": said})
-        return HTMLResponse(html, status_code=404)
+        return self._said(404, "Not found", said)
+
+    async def bad_query(self, request: Request, exc: Exception) -> Response:
+        """The 400 page, saying which query parameter no page offers and what it may be."""
+        return self._said(400, "Not a choice this page offers", str(exc.args[0]))
+
+    def _said(self, status: int, heading: str, said: str) -> HTMLResponse:
+        html = self.env.get_template("said.html").render({"heading": heading, "said": said})
+        return HTMLResponse(html, status_code=status)
+
+
+def _counted(calls: int, compactions: int) -> str:
+    """What a session's rows are: its calls and its compactions."""
+    said = f"{calls:,} call{'' if calls == 1 else 's'}"
+    if compactions:
+        said += f", {compactions:,} compaction{'' if compactions == 1 else 's'}"
+    return said
+
+
+def _call_of(view: dict[str, Any], in_time: Timeline, record_id: str) -> CallRow | None:
+    """The call a request body joined, if one did."""
+    for call in view["calls"]:
+        if any(body["id"] == record_id for body in call["provider_bodies"]):
+            return in_time.around(call["message_id"])[1]
+    return None
 
 
 def _object(data: bytes) -> dict[str, Any] | None:
