@@ -24,7 +24,7 @@ from asz.web.formats import FILTERS, visible
 from asz.web.library import Library, Missing
 from asz.web.listing import choice_of, chosen
 from asz.web.pagination import page_items, page_of
-from asz.web.request import pretty, request_parts
+from asz.web.request import Folder, pretty, request_parts
 from asz.web.timeline import CallRow, Timeline, timeline
 
 SESSIONS_PER_PAGE = 100
@@ -133,12 +133,13 @@ class Pages:
         found: dict[str, Any] = {"call": call, "row": row, "bodies": bodies, "session": view}
         found.update(here=here, before=before, after=after, compared=None)
         found.update(request=None, response=None, difference=None, previous=None)
+        folder = Folder()  # one page's text, shared by the request and the response
         request_id = bodies.get("request")
         if request_id is not None:
             data = self.library.body(session, request_id)
             parsed = _object(data)
             if parsed is not None:
-                parts = request_parts(parsed, len(data))
+                parts = request_parts(parsed, len(data), folder)
                 found["request"] = parts
                 found["weights"] = weight_bar(parts.weights)
                 previous = row.get("previous") if row else None
@@ -158,6 +159,7 @@ class Pages:
                     "messages": request_parts(
                         {"messages": [{"role": "assistant", "content": response.get("content")}]},
                         0,
+                        folder,
                     ).messages,
                 }
         return found
