@@ -111,3 +111,38 @@ def test_script_in_a_body_is_shown_as_text_and_never_runs(browser: Browser, tmp_
         assert page.evaluate("typeof window.aszPwned") == "undefined"
         assert dialogs == []
         page.close()
+
+
+def test_a_phone_never_scrolls_the_page_sideways_only_the_tables_in_their_box(
+    browser: Browser, tmp_path: Path
+) -> None:
+    claude = tmp_path / "claude"
+    expected = synthesize(claude, SynthOptions())
+    root = land(tmp_path, claude)
+    injected = next(b for b in expected["cache_breaks"] if b["injected"] == "tools_added")
+    session = injected["session"]
+    paths = [
+        "/",
+        f"/sessions/{session}",
+        f"/sessions/{session}/calls/{injected['message_id']}",
+        "/?since=2026-13-45",
+        "/nowhere",
+    ]
+    with serving(root, tmp_path / "home") as served:
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        for path in paths:
+            page.goto(served.base + path)
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= 390, (path, width)
+            header = page.evaluate("document.querySelector('header.top').scrollWidth")
+            assert header <= 390, (path, header)
+        page.goto(served.base + paths[2])
+        page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true })")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, ("every part open", width)
+        sides = page.evaluate(
+            "[...document.querySelectorAll('#difference details[open] table.sbs td.new')]"
+            ".map(cell => cell.getBoundingClientRect().width)"
+        )
+        assert sides and min(sides) >= 200, sides
+        page.close()
