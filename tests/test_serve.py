@@ -8,6 +8,7 @@ view is in ``test_serve_browser.py``.
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import signal
@@ -180,11 +181,34 @@ def test_an_empty_root_says_how_sessions_land_in_it(tmp_path: Path) -> None:
     assert "asz collect" in empty and "OTEL_LOG_RAW_API_BODIES" in empty
 
 
+def test_the_prompt_search_shows_each_matching_prompt_and_links_the_call_it_started(
+    synth_root: tuple[Path, dict, Path], tmp_path: Path
+) -> None:
+    root, expected, _claude = synth_root
+    session_id = expected["sessions"][1]["id"]
+    prompt = _a_prompt_of(root, session_id)
+    words = " ".join(prompt.split()[:4])
+    with serving(root, tmp_path / "home") as served:
+        page = served.get("/?q=" + quote(words.upper()))
+        found = page.text.split('<ol class="found" id="found">', 1)[1].split("</ol>", 1)[0]
+        hits = re.findall(r"<li>(.*?)</li>", found, re.DOTALL)
+        assert hits and f'href="/sessions/{session_id}"' in found
+        assert html.escape(words, quote=True) in found.replace("<mark>", "").replace("</mark>", "")
+        calls = re.findall(r'href="(/sessions/[^"]+/calls/[^"]+)" class="found-call"', found)
+        assert calls
+        call = served.get(html.unescape(calls[0]))
+        assert call.status == 200
+        messages = call.text.split('id="messages"', 1)[1]
+        assert html.escape(words, quote=True) in messages
+        nothing = served.get("/?q=no+prompt+says+this+xyzzy").text
+        assert "no prompt holds it" in nothing
+
+
 def _a_prompt_of(root: Path, session_id: str) -> str:
-    from asz.web.prompts import prompt_texts
+    from asz.web.prompts import session_prompts
     from asz.web.readonly import open_readonly
 
-    return prompt_texts(open_readonly(root).session(session_id))[0]
+    return session_prompts(open_readonly(root).session(session_id))[0].text
 
 
 @pytest.mark.parametrize(

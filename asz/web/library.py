@@ -27,7 +27,7 @@ from asz.store import BodyNotFound, CodecError, Session, SessionSummary, Store, 
 from asz.view import build_view
 from asz.view.kept import session_report
 from asz.view.prices import PriceTable
-from asz.web.prompts import prompt_texts
+from asz.web.prompts import Prompt, session_prompts
 
 LARGE_KEPT = 4
 """Sessions whose view and report are kept in memory: the ones looked at last."""
@@ -46,8 +46,8 @@ class Listed:
     summary: SessionSummary
     totals: dict[str, Any]
     """The cache report's totals (hit ratio, re-written tokens, cost and waste)."""
-    prompts: str
-    """The session's prompt text, lower case, for the search box."""
+    prompts: list[Prompt]
+    """The session's prompts, for the search box."""
 
 
 class Library:
@@ -82,7 +82,9 @@ class Library:
                     self._kept(
                         self._small, "totals", session, mark, partial(self._totals, session)
                     ),
-                    self._kept(self._small, "prompts", session, mark, partial(_prompts, session)),
+                    self._kept(
+                        self._small, "prompts", session, mark, partial(session_prompts, session)
+                    ),
                 )
             )
         return found
@@ -149,8 +151,3 @@ class Library:
                 while len(store) > 2 * LARGE_KEPT:
                     store.popitem(last=False)
         return made
-
-
-def _prompts(session: Session) -> str:
-    """The session's prompt text, lower case, as the search box compares it."""
-    return "\n".join(prompt_texts(session)).lower()

@@ -15,8 +15,13 @@ from typing import Any
 
 from asz.web.library import Listed
 from asz.web.pagination import BadQuery
+from asz.web.prompts import Prompt
 
 MAX_SEARCH = 200
+MAX_FOUND = 100
+"""Prompts the list shows for a search; it says how many more it found."""
+AROUND = 80
+"""Characters of a found prompt shown on each side of what it matched."""
 ORDERS = ("desc", "asc")
 
 
@@ -100,7 +105,40 @@ def _wanted(entry: Listed, choice: Choice) -> bool:
         return False
     if choice.until and (summary.first_activity or "9999")[:10] > choice.until:
         return False
-    return not choice.search or choice.search.lower() in entry.prompts
+    wanted = choice.search.lower()
+    return not wanted or any(wanted in prompt.lowered for prompt in entry.prompts)
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A prompt a search matched, with its session, and the text around the match."""
+
+    entry: Listed
+    prompt: Prompt
+    before: str
+    match: str
+    after: str
+
+
+def found_prompts(entries: list[Listed], search: str) -> list[Found]:
+    """Every prompt of ``entries`` (in their order) that holds ``search``, in any case."""
+    wanted = search.lower()
+    found = []
+    for entry in entries:
+        for prompt in entry.prompts:
+            at = prompt.lowered.find(wanted)
+            if at >= 0:
+                found.append(_found(entry, prompt, at, len(wanted)))
+    return found
+
+
+def _found(entry: Listed, prompt: Prompt, at: int, length: int) -> Found:
+    # lower() keeps the length of nearly every text; where it does not, show the lower case
+    text = prompt.text if len(prompt.text) == len(prompt.lowered) else prompt.lowered
+    start, end = max(0, at - AROUND), at + length + AROUND
+    before = ("…" if start else "") + text[start:at]
+    after = text[at + length : end] + ("…" if end < len(text) else "")
+    return Found(entry, prompt, before, text[at : at + length], after)
 
 
 def _date(name: str, text: str) -> str:

@@ -22,7 +22,7 @@ from asz.web.chart import cache_chart, weight_bar
 from asz.web.compare import difference
 from asz.web.formats import FILTERS, visible
 from asz.web.library import Library, Missing
-from asz.web.listing import choice_of, chosen
+from asz.web.listing import MAX_FOUND, choice_of, chosen, found_prompts
 from asz.web.pagination import page_items, page_of
 from asz.web.request import Folder, pretty, request_parts
 from asz.web.timeline import CallRow, Timeline, timeline
@@ -78,7 +78,10 @@ class Pages:
             entries = self.library.listed()
             shown = chosen(entries, choice)
             page = page_of(len(shown), SESSIONS_PER_PAGE, asked)
+            found = found_prompts(shown, choice.search) if choice.search else []
             return {
+                "found": found[:MAX_FOUND],
+                "found_count": len(found),
                 "entries": page_items(shown, page),
                 "total": len(entries),
                 "root": self.library.store.location,
