@@ -526,6 +526,7 @@ def test_serve_refuses_a_bad_listen_and_a_missing_root(tmp_path: Path) -> None:
 def test_a_long_session_is_shown_a_page_of_rows_at_a_time_with_every_call_charted(
     tmp_path: Path,
 ) -> None:
+    from asz.web.chart import MAX_BARS
     from asz.web.pages import ROWS_PER_PAGE
 
     claude = tmp_path / "claude"
@@ -537,12 +538,23 @@ def test_a_long_session_is_shown_a_page_of_rows_at_a_time_with_every_call_charte
     with serving(root, tmp_path / "home") as served:
         pages = [served.get(f"/sessions/{session['id']}?page={n}") for n in (1, 2)]
     shown: list[list[str]] = []
+    broke: set[str] = set()
+    charted: list[set[str]] = []
     for page in pages:
         assert page.status == 200
         table = page.text.split('id="timeline"', 1)[1].split("</table>", 1)[0]
         shown.append(re.findall(r'/calls/([^"]+)" class="call-link"', table))
+        broke |= set(
+            re.findall(
+                r'<tr class="broke[^"]*">\s*<td class="num"><a href="[^"]*/calls/([^"]+)"', table
+            )
+        )
         chart = page.text.split('<svg class="chart"', 1)[1].split("</svg>", 1)[0]
-        assert calls <= set(re.findall(r'/calls/([^"]+)"', chart))
+        assert 0 < chart.count('class="bar"') <= MAX_BARS
+        marks = re.findall(r'/calls/([^"]+)" class="break-mark"', chart)
+        assert len(marks) == len(set(marks))
+        charted.append(set(marks))
+    assert broke and charted[0] == charted[1] == broke
     first, second = shown
     assert 0 < len(first) <= ROWS_PER_PAGE and second
     assert not set(first) & set(second) and calls <= set(first) | set(second)

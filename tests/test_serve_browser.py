@@ -146,3 +146,42 @@ def test_a_phone_never_scrolls_the_page_sideways_only_the_tables_in_their_box(
         )
         assert sides and min(sides) >= 200, sides
         page.close()
+
+
+@pytest.mark.slow
+def test_every_break_of_a_long_session_keeps_a_mark_that_can_be_seen_and_clicked(
+    browser: Browser, tmp_path: Path
+) -> None:
+    claude = tmp_path / "claude"
+    expected = synthesize(claude, SynthOptions(sessions=1, turns=60, tool_calls=3))
+    root = land(tmp_path, claude)
+    session = expected["sessions"][0]["id"]
+    with serving(root, tmp_path / "home") as served:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(f"{served.base}/sessions/{session}")
+        broke = {
+            str(link.get_attribute("href"))
+            for link in page.locator("#timeline tr.broke a.call-link").all()
+        }
+        page.goto(f"{served.base}/sessions/{session}?page=2")
+        broke |= {
+            str(link.get_attribute("href"))
+            for link in page.locator("#timeline tr.broke a.call-link").all()
+        }
+        marks = page.locator("svg.chart a.break-mark")
+        assert broke and {str(m.get_attribute("href")) for m in marks.all()} == broke
+        for n in range(marks.count()):
+            box = marks.nth(n).locator("rect").bounding_box()
+            assert box is not None and box["width"] >= 3 and box["height"] >= 3, box
+            hit = page.evaluate(
+                "([x, y]) => document.elementFromPoint(x, y).closest('a').getAttribute('href')",
+                [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2],
+            )
+            assert hit == marks.nth(n).get_attribute("href")
+        bars = page.locator("svg.chart a.bar rect.read")
+        widths = [bars.nth(n).bounding_box()["width"] for n in range(bars.count())]  # type: ignore[index]
+        assert min(widths) >= 3, min(widths)
+        target = str(marks.first.get_attribute("href"))
+        marks.first.locator("rect").click()
+        expect(page).to_have_url(served.base + target)
+        page.close()
