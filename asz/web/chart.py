@@ -82,11 +82,10 @@ def cache_chart(items: list[CallRow | CompactionRow]) -> Chart:
             runs[-1].append(item)
         else:
             runs.append([item])
-    totals = [_tokens(run) for run in runs]
-    top = max((read + written for read, written, _ in totals), default=0) or 1
+    top = max((sum(_tokens(run)[:2]) for run in runs), default=0) or 1
     room = HEIGHT - 2 - BREAK_MARK * min(12, max((_breaks(run) for run in runs), default=0))
     scale = room / top
-    bars = [_bar(run, n, scale, *totals[n]) for n, run in enumerate(runs)]
+    bars = [_bar(run, n * (BAR + GAP), scale) for n, run in enumerate(runs)]
     return Chart(max(1, len(bars) * (BAR + GAP)), HEIGHT, bars, compactions, top, per_bar)
 
 
@@ -107,7 +106,8 @@ def _breaks(run: list[CallRow]) -> int:
     return sum(call.broke for call in run)
 
 
-def _bar(run: list[CallRow], n: int, scale: float, read: int, written: int, broke: int) -> Bar:
+def _bar(run: list[CallRow], x: int, scale: float) -> Bar:
+    read, written, broke = _tokens(run)
     read_height = read * scale
     written_height = (written - broke) * scale
     broke_height = broke * scale
@@ -122,7 +122,7 @@ def _bar(run: list[CallRow], n: int, scale: float, read: int, written: int, brok
             marks.append(Mark(call, y))
     return Bar(
         run,
-        n * (BAR + GAP),
+        x,
         read,
         written,
         broke,
