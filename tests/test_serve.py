@@ -138,7 +138,7 @@ def _cell(page: str, pattern: str) -> str:
 def test_moving_around_calls_in_time_with_the_list_and_the_session_agreeing(
     synth_root: tuple[Path, dict, Path], tmp_path: Path
 ) -> None:
-    root, expected, _claude = synth_root
+    root, expected, claude = synth_root
     injected = tools_added(expected)
     session_id = injected["session"]
     with serving(root, tmp_path / "home") as served:
@@ -159,6 +159,15 @@ def test_moving_around_calls_in_time_with_the_list_and_the_session_agreeing(
         compared = _cell(call, r'<p id="compared">(.*?)</p>')
         assert re.search(r'href="/sessions/[^"]+/calls/[^"]+">call \d+</a>', compared)
         assert f"/sessions/{session_id}/bodies/" in compared
+        body_page = served.get(_cell(call, r'<a href="([^"]+)" id="request-body"')).text
+        back = _cell(body_page, r'<dd id="body-call">(.*?)</dd>')
+        assert (
+            f'href="/sessions/{session_id}/calls/{injected["message_id"]}">call {at + 1}</a>'
+            in back
+        )
+        raw = served.get(_cell(body_page, r'<a href="([^"]+)" id="exact-bytes"'))
+        source = next(b for b in expected["bodies"] if b["id"] == injected["request"])["file"]
+        assert raw.body == (claude / source).read_bytes()
         first = served.get(f"/sessions/{session_id}/calls/{rows[0][0]}").text
         assert 'rel="prev"' not in first and "first call" in first
         icon = _cell(listing, r'<link rel="icon" href="([^"]+)"')

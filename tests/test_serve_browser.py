@@ -75,7 +75,7 @@ def test_a_person_finds_every_session_clicks_to_the_break_and_fetches_the_body(
         expect(change.locator("tr.added td.new").first).to_be_visible()
         expect(page.locator("#cache")).to_contain_text("tools")
 
-        link = page.locator("#request-body")
+        link = page.locator("#request-bytes")
         assert link.get_attribute("href") == f"/sessions/{session_id}/bodies/{injected['request']}"
         response = page.request.get(served.base + str(link.get_attribute("href")))
         source = next(b for b in expected["bodies"] if b["id"] == injected["request"])["file"]

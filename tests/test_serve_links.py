@@ -99,8 +99,13 @@ def test_a_call_that_joined_no_request_shows_what_it_has(
         )
         assert compaction is not None
         retried = served.get(f"/sessions/{session['id']}/calls/{ambiguous}")
+        copy = RETRY_COPY.removesuffix(".json")
+        copied = served.get(f"/sessions/{session['id']}/bodies/{copy}/page")
         compacted = served.get(f"/sessions/{session['id']}/calls/{compaction.group(1)}")
     assert retried.status == 200 and compacted.status == 200
     assert "no request landed or joined" in retried.text
     assert 'id="response-body"' in retried.text
     assert "no request landed or joined" in compacted.text
+    assert copied.status == 200
+    assert "joined to no call: ambiguous" in copied.text
+    assert f'href="/sessions/{session["id"]}/bodies/{copy}" id="exact-bytes"' in copied.text

@@ -33,6 +33,7 @@ def create_app(library: Library, access: Access, log: FilteringBoundLogger) -> A
             Route("/sessions/{session}", pages.session, name="session"),
             Route("/sessions/{session}/calls/{message_id}", pages.call, name="call"),
             Route("/sessions/{session}/bodies/{record_id}", pages.body, name="body"),
+            Route("/sessions/{session}/bodies/{record_id}/page", pages.body_page, name="body_page"),
             Mount("/static", StaticFiles(packages=[("asz.web", "static")]), name="static"),
         ],
         exception_handlers={

@@ -179,6 +179,36 @@ class Pages:
             data, media_type="application/json", headers={"content-security-policy": BODY_CSP}
         )
 
+    async def body_page(self, request: Request) -> Response:
+        """A body as a page: what it is, the call it joined (or why none), links back, and
+        its text folded like a call page's, beside the link to its exact bytes."""
+        session_id = request.path_params["session"]
+        record_id = request.path_params["record_id"]
+
+        def make() -> dict[str, Any]:
+            session = self.library.session(session_id)
+            data = self.library.body(session, record_id)
+            view = self.library.view(session)
+            in_time = timeline(view, self.library.report(session))
+            parsed = _object(data)
+            text = pretty(parsed) if parsed is not None else data.decode(errors="replace")
+            shown, hidden = Folder().fold(text)
+            unjoined = next(
+                (b for b in view["summary"]["unjoined"] if b["id"] == record_id), None
+            )
+            return {
+                "sid": session.id,
+                "record_id": record_id,
+                "size": len(data),
+                "call": _call_of(view, in_time, record_id),
+                "unjoined": unjoined,
+                "json": parsed is not None,
+                "text": shown,
+                "hidden": hidden,
+            }
+
+        return await self._page("body.html", make)
+
     async def missing(self, request: Request, exc: Exception) -> Response:
         """The 404 page, saying what was not found."""
         if isinstance(exc, Missing):
@@ -205,7 +235,7 @@ def _counted(calls: int, compactions: int) -> str:
 
 
 def _call_of(view: dict[str, Any], in_time: Timeline, record_id: str) -> CallRow | None:
-    """The call a request body joined, if one did."""
+    """The call a body joined, if one did."""
     for call in view["calls"]:
         if any(body["id"] == record_id for body in call["provider_bodies"]):
             return in_time.around(call["message_id"])[1]
