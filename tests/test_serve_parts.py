@@ -4,6 +4,7 @@ requests, the side-by-side rows, the Host rule, pages and the list's choices."""
 from __future__ import annotations
 
 import anyio
+import orjson
 import pytest
 import structlog
 from hypothesis import given
@@ -221,3 +222,17 @@ def test_every_hiding_character_becomes_a_marker_and_nothing_else_changes(text: 
     assert re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", shown) is None
     back = re.sub("⟨U\\+([0-9A-F]{4,6})⟩", lambda m: chr(int(m.group(1), 16)), shown)
     assert back == re.sub("⟨U\\+([0-9A-F]{4,6})⟩", lambda m: chr(int(m.group(1), 16)), text)
+
+
+def test_a_long_request_shows_its_first_and_last_messages_and_counts_them_all() -> None:
+    from asz.web.request import FIRST_MESSAGES, MAX_MESSAGES
+
+    messages = request()["messages"] * 60
+    parts = request_parts(request(messages=messages), 0)
+    shown = [message.index for message in parts.messages]
+    assert len(shown) == MAX_MESSAGES and parts.message_count == len(messages)
+    assert shown[:FIRST_MESSAGES] == list(range(FIRST_MESSAGES))
+    assert shown[-1] == len(messages) - 1 and shown == sorted(shown)
+    assert parts.markers == 1 + 60  # the system block's, and one a first message carries
+    weighed = sum(w.size for w in parts.weights if w.name.endswith("messages"))
+    assert weighed == sum(len(orjson.dumps(message)) for message in messages)

@@ -28,9 +28,11 @@ from asz.view import build_view
 from asz.view.kept import session_report
 from asz.view.prices import PriceTable
 from asz.web.prompts import Prompt, session_prompts
+from asz.web.timeline import Timeline, timeline
 
 LARGE_KEPT = 4
-"""Sessions whose view and report are kept in memory: the ones looked at last."""
+"""Sessions whose view, report and timeline are kept in memory: the ones looked at last."""
+LARGE_KINDS = ("view", "report", "timeline")
 
 T = TypeVar("T")
 
@@ -116,6 +118,16 @@ class Library:
             lambda: session_report(session, self.prices, keep=False),
         )
 
+    def timeline(self, session: Session) -> Timeline:
+        """The session's calls and compactions in time, numbered (:mod:`.timeline`)."""
+        return self._kept(
+            self._large,
+            "timeline",
+            session,
+            session.landed_mark(),
+            lambda: timeline(self.view(session), self.report(session)),
+        )
+
     def body(self, session: Session, record_id: str) -> bytes:
         """A body's exact bytes; Missing for a record id the session does not hold (checked
         against its manifests before anything is read by it)."""
@@ -148,6 +160,6 @@ class Library:
         with self._lock:
             store[key] = (mark, made)
             if isinstance(store, OrderedDict):
-                while len(store) > 2 * LARGE_KEPT:
+                while len(store) > len(LARGE_KINDS) * LARGE_KEPT:
                     store.popitem(last=False)
         return made

@@ -25,7 +25,7 @@ from asz.web.library import Library, Missing
 from asz.web.listing import MAX_FOUND, choice_of, chosen, found_prompts
 from asz.web.pagination import page_items, page_of
 from asz.web.request import Folder, pretty, request_parts
-from asz.web.timeline import CallRow, Timeline, timeline
+from asz.web.timeline import CallRow, Timeline
 
 SESSIONS_PER_PAGE = 100
 ROWS_PER_PAGE = 200
@@ -99,7 +99,7 @@ class Pages:
             session = self.library.session(session_id)
             view = self.library.view(session)
             report = self.library.report(session)
-            found = timeline(view, report)
+            found = self.library.timeline(session)
             page = page_of(len(found.items), ROWS_PER_PAGE, asked)
             return {
                 "view": view,
@@ -128,7 +128,7 @@ class Pages:
             raise Missing(f"session {session.id} has no call {message_id}")
         report = self.library.report(session)
         row = next((r for r in report["rows"] if r["message_id"] == message_id), None)
-        in_time = timeline(view, report)
+        in_time = self.library.timeline(session)
         before, here, after = in_time.around(message_id)
         # a compaction's call, or one whose join was ambiguous, has neither or only one
         bodies: dict[str, str | None] = {"request": None, "response": None}
@@ -189,7 +189,7 @@ class Pages:
             session = self.library.session(session_id)
             data = self.library.body(session, record_id)
             view = self.library.view(session)
-            in_time = timeline(view, self.library.report(session))
+            in_time = self.library.timeline(session)
             parsed = _object(data)
             text = pretty(parsed) if parsed is not None else data.decode(errors="replace")
             shown, hidden = Folder().fold(text)

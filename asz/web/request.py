@@ -40,6 +40,11 @@ FOLD = 4096
 a 2 MB prompt line is a few lines on the page, its whole in the exact bytes."""
 PAGE_TEXT = 256 * 1024
 """Characters of text one call page shows in all, however many parts a request has."""
+MAX_MESSAGES = 100
+FIRST_MESSAGES = 20
+"""A request of more than ``MAX_MESSAGES`` messages shows its first ``FIRST_MESSAGES`` (where
+its cached prefix starts) and its last ones (what this call added), not the thousand between:
+a long session's last request is a 1 MB page of message headings otherwise."""
 
 
 @dataclass(slots=True)
@@ -135,6 +140,8 @@ class RequestParts:
     tools: list[Tool]
     system: list[Block]
     messages: list[Message]
+    """The messages shown (see ``MAX_MESSAGES``), each with its index in the body."""
+    message_count: int
     weights: list[Weight]
     size: int
     markers: int
@@ -148,14 +155,20 @@ def request_parts(body: dict[str, Any], size: int, folder: Folder | None = None)
     system_value = body.get("system")
     blocks = [system_value] if isinstance(system_value, str) else listed(system_value)
     system = [_block(block, folder) for block in blocks]
-    messages = [
-        _message(n, message, folder) for n, message in enumerate(listed(body.get("messages")))
-    ]
+    every = listed(body.get("messages"))
+    shown: list[int] | range = range(len(every))
+    if len(every) > MAX_MESSAGES:
+        shown = [
+            *range(FIRST_MESSAGES),
+            *range(len(every) - MAX_MESSAGES + FIRST_MESSAGES, len(every)),
+        ]
+    messages = [_message(n, every[n], folder) for n in shown]
     loaded = sum(tool.size for tool in tools if not tool.deferred)
     deferred = sum(tool.size for tool in tools if tool.deferred)
     by_role: dict[str, int] = {}
-    for message in messages:
-        by_role[message.role] = by_role.get(message.role, 0) + message.size
+    for message in every:
+        role = str(message.get("role", "?")) if isinstance(message, dict) else "?"
+        by_role[role] = by_role.get(role, 0) + size_of(message)
     counted = loaded + deferred + sum(b.size for b in system) + sum(by_role.values())
     weights = [
         Weight("tools", "w-tools", loaded),
@@ -165,12 +178,13 @@ def request_parts(body: dict[str, Any], size: int, folder: Folder | None = None)
         Weight("everything else", "w-rest", max(0, size - counted)),
     ]
     markers = sum(tool.marker is not None for tool in tools) + _count_markers(system)
-    markers += sum(_count_markers(message.blocks) for message in messages)
+    markers += sum(_markers_in(message) for message in every)
     return RequestParts(
         fields=[(name, pretty(body[name])) for name in FIELDS if name in body],
         tools=tools,
         system=system,
         messages=messages,
+        message_count=len(every),
         weights=[weight for weight in weights if weight.size],
         size=size,
         markers=markers,
@@ -280,6 +294,17 @@ def _block(value: object, folder: Folder) -> Block:
 def _with_data(block: Block, value: object, folder: Folder) -> Block:
     block.data, block.data_hidden = folder.fold(pretty(value))
     return block
+
+
+def _markers_in(message: object) -> int:
+    """The ``cache_control`` markers of a message's blocks and of its tool results' blocks,
+    counted in the body itself, so that messages not shown count too."""
+    content = message.get("content") if isinstance(message, dict) else None
+    return sum(
+        (marker_of(block) is not None) + _markers_in(block)
+        for block in listed(content)
+        if isinstance(block, dict)
+    )
 
 
 def _count_markers(blocks: list[Block]) -> int:
