@@ -546,6 +546,10 @@ def test_a_long_session_is_shown_a_page_of_rows_at_a_time_with_every_call_charte
     assert len(calls) > ROWS_PER_PAGE
     with serving(root, tmp_path / "home") as served:
         pages = [served.get(f"/sessions/{session['id']}?page={n}") for n in (1, 2)]
+        listing = served.get("/").text
+    listed_calls = _cell(listing, r'class="num calls">(.*?)</td>')
+    pager = _cell(pages[0].text, r'<nav class="pager">(.*?)</nav>')
+    assert f": {listed_calls} calls" in pager, (listed_calls, pager)
     shown: list[list[str]] = []
     broke: set[str] = set()
     charted: list[set[str]] = []

@@ -185,3 +185,19 @@ def test_every_break_of_a_long_session_keeps_a_mark_that_can_be_seen_and_clicked
         marks.first.locator("rect").click()
         expect(page).to_have_url(served.base + target)
         page.close()
+
+
+def test_signing_in_by_a_crafted_link_leaves_the_browser_on_this_server(
+    browser: Browser, tmp_path: Path
+) -> None:
+    token = "t0k3n-for-the-browser-0123456789"
+    claude = tmp_path / "claude"
+    synthesize(claude, SynthOptions(sessions=1, turns=2))
+    root = land(tmp_path, claude)
+    with serving(root, tmp_path / "home", env={"ASZ_WEB_TOKEN": token}) as served:
+        page = browser.new_page()
+        for crafted in ("//evil.example/x", "/%5Cevil.example/", "/%5C%5Cevil.example/x"):
+            page.goto(f"{served.base}{crafted}?token={token}")
+            assert page.url.startswith(served.base + "/"), (crafted, page.url)
+            assert "evil.example" not in page.url
+        page.close()
