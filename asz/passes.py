@@ -13,7 +13,8 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from asz.adapters.claude_code_local import collect_transcripts
-from asz.adapters.claude_code_provider import ProviderState, collect_bodies
+from asz.adapters.claude_code_provider import collect_bodies
+from asz.adapters.provider_state import ProviderState
 from asz.adapters.session_filter import SessionJudge
 from asz.config import Config
 from asz.progress import Progress
