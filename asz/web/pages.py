@@ -193,9 +193,7 @@ class Pages:
             parsed = _object(data)
             text = pretty(parsed) if parsed is not None else data.decode(errors="replace")
             shown, hidden = Folder().fold(text)
-            unjoined = next(
-                (b for b in view["summary"]["unjoined"] if b["id"] == record_id), None
-            )
+            unjoined = next((b for b in view["summary"]["unjoined"] if b["id"] == record_id), None)
             return {
                 "sid": session.id,
                 "record_id": record_id,
