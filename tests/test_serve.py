@@ -465,6 +465,23 @@ def test_a_signal_stops_the_server_cleanly_with_exit_0(
     assert served.lines[-1]["event"] == "stopped"
 
 
+def test_a_request_the_server_cannot_parse_is_a_400_and_a_json_line(
+    synth_root: tuple[Path, dict, Path], tmp_path: Path
+) -> None:
+    root, _expected, _claude = synth_root
+    with serving(root, tmp_path / "home") as served:
+        for raw in (b"GARBAGE\r\n\r\n", b"GET /\x01 HTTP/1.1\r\nHost: x\r\n\r\n"):
+            with socket.create_connection(("127.0.0.1", served.port), timeout=10) as sock:
+                sock.sendall(raw)
+                assert sock.recv(100).startswith(b"HTTP/1.1 400")
+        served.process.send_signal(signal.SIGTERM)
+        assert served.ended() == 0
+        assert served.process.stderr is not None
+        assert served.process.stderr.read() == b""
+    warned = [line for line in served.lines if line["event"] == "server_warning"]
+    assert len(warned) == 2 and "GARBAGE" not in str(warned)
+
+
 def test_a_token_file_must_be_private_and_a_token_long(
     synth_root: tuple[Path, dict, Path], tmp_path: Path
 ) -> None:

@@ -14,6 +14,7 @@ service manager), so :class:`_Server` keeps the signal for itself.
 from __future__ import annotations
 
 import contextlib
+import logging
 import signal
 import socket
 from collections.abc import Iterator
@@ -60,8 +61,24 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class _Forwarded(logging.Handler):
+    """uvicorn's own warnings (a request it could not parse: "Invalid HTTP request
+    received.") as lines of the service's log, which is JSON when asked, instead of bare text
+    on stderr. Only the message: its exception, if any, could quote what was sent."""
+
+    def __init__(self, log: FilteringBoundLogger) -> None:
+        super().__init__(logging.WARNING)
+        self.log = log
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.log.warning("server_warning", message=record.getMessage())
+
+
 def serve(library: Library, access: Access, sock: socket.socket, log: FilteringBoundLogger) -> None:
     """Serves until SIGINT or SIGTERM."""
+    uvicorn_log = logging.getLogger("uvicorn")
+    uvicorn_log.addHandler(_Forwarded(log))
+    uvicorn_log.propagate = False
     config = uvicorn.Config(
         create_app(library, access, log),
         log_config=None,
