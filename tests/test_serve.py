@@ -180,6 +180,31 @@ def test_moving_around_calls_in_time_with_the_list_and_the_session_agreeing(
     assert int(calls.replace(",", "")) == len(rows)
 
 
+def test_pages_of_one_session_read_at_once_each_answer_whole(
+    synth_root: tuple[Path, dict, Path], tmp_path: Path
+) -> None:
+    """The server keeps a session it has opened (its readers keep state between reads), so
+    pages of the same session asked at once must each get their own, whole answer."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    root, expected, claude = synth_root
+    session = expected["sessions"][0]
+    joined = {c[role] for c in session["calls"] for role in ("request", "response")}
+    bodies = [b for b in expected["bodies"] if b["id"] in joined]
+    calls = [f"/sessions/{session['id']}/calls/{c['message_id']}" for c in session["calls"]]
+    with serving(root, tmp_path / "home") as served, ThreadPoolExecutor(8) as pool:
+        got = list(
+            pool.map(
+                served.get, [f"/sessions/{session['id']}/bodies/{b['id']}" for b in bodies] * 2
+            )
+        )
+        pages = list(pool.map(served.get, calls))
+    assert [answer.body for answer in got] == [
+        (claude / b["file"]).read_bytes() for b in bodies
+    ] * 2
+    assert all(page.status == 200 for page in pages)
+
+
 def test_an_empty_root_says_how_sessions_land_in_it(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
