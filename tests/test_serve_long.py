@@ -54,6 +54,7 @@ def test_a_2_mb_prompt_is_folded_and_its_bytes_stay_one_click_away(
         )
         assert links, "the folded text links its exact bytes"
         whole = served.get(links[0])
+        body_page = served.get(links[0] + "/page")
     assert page.status == 200 and after.status == 200
     assert len(page.body) < 2 * PAGE_TEXT, len(page.body)
     assert len(after.body) < 2 * PAGE_TEXT, len(after.body)
@@ -64,4 +65,6 @@ def test_a_2_mb_prompt_is_folded_and_its_bytes_stay_one_click_away(
     assert "more characters not shown" in difference
     assert max(len(run) for run in re.findall(f"(?:{MARK})+", difference)) <= LINE
     assert whole.status == 200 and whole.body == source.read_bytes()
+    assert body_page.status == 200 and PAGE_TEXT < len(body_page.body) < 2 * PAGE_TEXT
+    assert "more characters not shown" in body_page.text
     assert re.search(r'<details class="message role-user" id="message-\d+">', page.text)

@@ -24,7 +24,7 @@ from asz.web.formats import FILTERS, visible
 from asz.web.library import Library, Missing
 from asz.web.listing import MAX_FOUND, choice_of, chosen, found_prompts
 from asz.web.pagination import page_items, page_of
-from asz.web.request import Folder, pretty, request_parts
+from asz.web.request import PAGE_TEXT, pretty, request_parts
 from asz.web.timeline import CallRow, Timeline
 
 SESSIONS_PER_PAGE = 100
@@ -136,13 +136,12 @@ class Pages:
         found: dict[str, Any] = {"call": call, "row": row, "bodies": bodies, "session": view}
         found.update(here=here, before=before, after=after, compared=None)
         found.update(request=None, response=None, difference=None, previous=None)
-        folder = Folder()  # one page's text, shared by the request and the response
         request_id = bodies.get("request")
         if request_id is not None:
             data = self.library.body(session, request_id)
             parsed = _object(data)
             if parsed is not None:
-                parts = request_parts(parsed, len(data), folder)
+                parts = request_parts(parsed, len(data))
                 found["request"] = parts
                 found["weights"] = weight_bar(parts.weights)
                 previous = row.get("previous") if row else None
@@ -162,7 +161,6 @@ class Pages:
                     "messages": request_parts(
                         {"messages": [{"role": "assistant", "content": response.get("content")}]},
                         0,
-                        folder,
                     ).messages,
                 }
         return found
@@ -192,7 +190,7 @@ class Pages:
             in_time = self.library.timeline(session)
             parsed = _object(data)
             text = pretty(parsed) if parsed is not None else data.decode(errors="replace")
-            shown, hidden = Folder().fold(text)
+            shown, hidden = text[:PAGE_TEXT], max(0, len(text) - PAGE_TEXT)
             unjoined = next((b for b in view["summary"]["unjoined"] if b["id"] == record_id), None)
             return {
                 "sid": session.id,
