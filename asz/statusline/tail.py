@@ -2,7 +2,7 @@
 
 The session's sources are the main transcript Claude Code names and its subagents' files
 beside it (``<session>/subagents/agent-<id>.jsonl``, and under ``workflows/<run>/``), each a
-stream of its own, as ``asz.adapters.discovery`` finds them for the collector. Each is read
+stream of its own, named as the collector takes them (:mod:`asz.adapters.agent_files`). Each is read
 only past the end of the last complete line the last run folded; a line still being written
 (no newline yet) waits for the next run. A source is read from its first line again when it
 is no longer the file it was (another inode), is shorter than what was read, does not start
@@ -15,18 +15,16 @@ rewritten. Files are opened as the collector opens them
 from __future__ import annotations
 
 import os
-import re
 import zlib
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from asz.adapters.agent_files import AGENT_TRANSCRIPT
 from asz.adapters.source_files import NotReadable, open_regular
 from asz.view.growing import StreamFold
 from asz.view.prices import PriceTable
 
 MAIN_STREAM = "main"
-AGENT_FILE = re.compile(r"^agent-([A-Za-z0-9][A-Za-z0-9_-]*)\.jsonl$")
-"""A subagent's transcript, named as ``asz.adapters.discovery`` takes it."""
 MAX_SOURCES = 256
 """Subagent files read at most (the first by name); a session with more shows the rest's
 calls missing rather than slowing every run."""
@@ -154,7 +152,7 @@ def _agent_files(directory: Path) -> list[tuple[str, str]]:
             return [
                 (entry.name, named.group(1))
                 for entry in entries
-                if (named := AGENT_FILE.fullmatch(entry.name))
+                if (named := AGENT_TRANSCRIPT.fullmatch(entry.name))
                 and entry.is_file(follow_symlinks=False)
             ]
     except OSError:
