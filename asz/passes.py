@@ -109,7 +109,7 @@ def pass_line(counts: Tally, held: str = "", *, timed: bool = True) -> str:
     else:
         said = f"nothing new: {held}" if held else "nothing new"
     left = [
-        (counts.bodies_waiting, "body", " waiting for their session"),
+        (counts.bodies_waiting, "body", _WAITING),
         (counts.bodies_settling, "body", " still being written"),
         (counts.bodies_unreadable, "unreadable body", ""),
         (counts.bodies_excluded, "body", _FILTERED),
@@ -123,6 +123,10 @@ def pass_line(counts: Tally, held: str = "", *, timed: bool = True) -> str:
 
 
 _FILTERED = " left out by the session filter"
+_WAITING = " waiting for their session, as a few always are (see docs/operations.md#waiting-bodies)"
+"""Said of waiting bodies, which every pass over a real capture has (a session's title and
+compaction responses name no session): where it is said why, so that a person does not take
+them for something lost."""
 
 
 def _landed(counts: Tally) -> str:
