@@ -1,5 +1,5 @@
 """The pieces of a span that are not read from a report: times parsed from the transcripts'
-ISO stamps, and ids derived from the session and message ids."""
+ISO stamps, ids derived from the session and message ids, and when a span is final."""
 
 from __future__ import annotations
 
@@ -10,9 +10,15 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from serving import land
 
 from asz.config import ConfigError, load_config
-from asz.export.spans import span_id_of, time_ns, trace_id_of
+from asz.export.spans import session_spans, span_id_of, time_ns, trace_id_of
+from asz.store import open_store
+from asz.synth import SynthOptions, synthesize
+from asz.view.document import build_view
+from asz.view.kept import session_report
+from asz.view.prices import price_table
 
 MOMENTS = st.datetimes(
     min_value=datetime(1971, 1, 1), max_value=datetime(2200, 1, 1), timezones=st.just(UTC)
@@ -68,3 +74,37 @@ def test_the_otlp_section_refuses_what_cannot_be_used(tmp_path: Path, text: str,
     config.write_text(f"[otlp]\n{text}\n")
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         load_config(config, env={"HOME": str(tmp_path)})
+
+
+@pytest.fixture(scope="module")
+def landed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("spans")
+    claude = tmp / "claude"
+    synthesize(claude, SynthOptions(seed=4))
+    return land(tmp, claude)
+
+
+@pytest.mark.slow
+def test_while_a_session_lands_the_last_call_of_each_stream_and_its_side_requests_wait(
+    landed: Path,
+) -> None:
+    store = open_store(landed)
+    for session_id in store.sessions():
+        session = store.session(session_id)
+        view = build_view(session, responses=False)
+        report = session_report(session, price_table(), keep=False)
+        live = session_spans(view, report, quiet=False).spans
+        quiet = session_spans(view, report, quiet=True).spans
+        assert [span.span_id for span in live] == [span.span_id for span in quiet]
+        assert all(span.final for span in quiet)
+        waiting = {span.span_id for span in live if not span.final}
+        last_of_stream = {}
+        for call in view["calls"]:
+            if not call["synthetic"]:
+                last_of_stream[call["stream"]] = call["message_id"]
+        expected = {span_id_of(session_id, message) for message in last_of_stream.values()}
+        expected |= {
+            span.span_id for span in live if span.attributes.get("asz.call.kind") == "side"
+        }
+        assert waiting == expected
+        assert any(span.attributes.get("asz.call.kind") == "side" for span in live)
