@@ -83,7 +83,7 @@ class ArchiveConfig:
     attempts: int = 6
     """Tries of one request before it counts as failed (resets, 5xx, throttling)."""
     backoff: float = 0.25
-    """Seconds the first retry waits at most; each next one doubles it, with full jitter."""
+    """Seconds the first retry waits at most; each next one doubles it, with equal jitter."""
     backoff_cap: float = 20.0
     cache_bytes: int = 1024 * 1024 * 1024
     """The bound of the local cache of landed files read from an archive."""

@@ -17,7 +17,9 @@ from typing import NoReturn, TypeVar
 
 from asz.archive.bucket import Bucket, Meta
 from asz.archive.cache import LocalCache
+from asz.archive.failure import understand
 from asz.archive.location import ArchiveUrl
+from asz.archive.retry import Halted
 from asz.bodykeys import is_session_id
 from asz.store.atomic import DirSyncs
 from asz.store.backend import Entry, TempFile
@@ -159,6 +161,8 @@ def _reading(path: str, call: Callable[[], T]) -> T:
         return call()
     except OSError:
         raise
+    except Halted as err:  # the bucket, the credentials or the network: no read will do
+        raise StorageUnavailable(errno.EIO, err.said, path) from None
     except Exception as err:
-        said = (str(err).splitlines() or [type(err).__name__])[0]
-        raise StorageUnavailable(errno.EIO, f"the bucket did not answer: {said}", path) from None
+        said = f"the bucket did not answer: {understand(err).said}"
+        raise StorageUnavailable(errno.EIO, said, path) from None

@@ -10,7 +10,10 @@ credentials): what leaves the machine, seen before the first push.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from asz.commands.args import local_root
@@ -19,7 +22,7 @@ from asz.config import Config
 from asz.words import count, listing, size
 
 if TYPE_CHECKING:
-    from asz.archive.push import PushTally
+    from asz.archive.push import Pusher, PushTally
 
 SUMMARY = "push every landed file of the admitted sessions to the team archive ([archive] url)"
 
@@ -64,7 +67,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         workers=config.archive.workers,
     )
     try:
-        with push_lock(root):
+        with push_lock(root), _stopped_by_signals(pusher) as signalled:
             tally = pusher.run(dry_run=args.dry_run, relist=args.relist)
     except (PushBusy, UnsafeRoot) as err:
         print(f"asz: {err}", file=sys.stderr)
@@ -91,10 +94,36 @@ def run(args: argparse.Namespace, config: Config) -> int:
     else:
         print(push_line(tally))
     _say_trouble(tally)
+    if tally.interrupted and signalled:
+        return 128 + signalled[0]
     return EXIT_OK if tally.complete else EXIT_FAILED
 
 
+@contextmanager
+def _stopped_by_signals(pusher: Pusher) -> Iterator[list[int]]:
+    """Ctrl-C (or SIGTERM) ends the push within a second or two: uploads in flight finish or
+    are abandoned, what went is recorded, and the command says what is left and exits
+    128 + the signal's number, without a traceback. The list names the signal received."""
+    received: list[int] = []
+
+    def stop(signum: int, _frame: object) -> None:
+        received.append(signum)
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        pusher.stop(f"stopped by {name}")
+
+    before = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
 def _say_trouble(tally: PushTally) -> None:
+    from asz.archive.push import stop_line
+
+    if tally.stopped:
+        print(f"asz: {stop_line(tally)}", file=sys.stderr)
     for key in tally.conflicts:
         print(f"asz: conflict: {key} holds other bytes than this root's file", file=sys.stderr)
     if tally.held_elsewhere:
