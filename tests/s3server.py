@@ -80,6 +80,39 @@ class S3Server:
         return found
 
 
+@contextlib.contextmanager
+def another_server() -> Iterator[str]:
+    """Another S3 server, in a process of its own (so none of the first's objects), with an
+    empty bucket of the same name: the endpoint of a "moved" archive. Yields its endpoint."""
+    import subprocess
+    import sys
+
+    import boto3
+
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        client = boto3.client("s3", endpoint_url=endpoint, **_boto_credentials())
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                client.create_bucket(Bucket=BUCKET)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)  # the server is still starting
+        yield endpoint
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def _boto_credentials() -> dict[str, str]:
     return {
         "aws_access_key_id": CREDENTIALS["AWS_ACCESS_KEY_ID"],

@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 from archive_roots import Machine, landed_keys
-from s3server import BUCKET, S3Server, proxied
+from s3server import BUCKET, S3Server, another_server, proxied
 from serving import serving
 from test_store_api import run_example
 
@@ -329,3 +329,42 @@ def test_a_reader_lists_each_session_once_not_each_directory(
         # (its whole prefix at once) and the root's own.
         assert len(proxy.seen) <= len(expected["sessions"]) + 2, proxy.seen
         assert {seen.method for seen in proxy.seen} <= {"GET", "HEAD"}
+
+
+def test_a_record_belongs_to_its_bucket_not_to_the_bucket_s_name(
+    s3: S3Server, landed: tuple[Machine, dict], prefix: str, tmp_path: Path
+) -> None:
+    """The archive moved to another endpoint (a bucket of the same name, empty), or the
+    bucket emptied behind the record's back: the next push notices and pushes it all."""
+    machine, _ = landed
+    root = Machine(tmp_path / "copy")
+    shutil.copytree(machine.root, root.root)
+    want = landed_keys(root.store(), prefix)
+    assert root.push(root.configure(s3.endpoint, prefix)).returncode == 0
+    with another_server() as endpoint:
+        done = root.push(root.configure(endpoint, prefix), "--json")
+        assert done.returncode == 0, done.stderr
+        counts = json.loads(done.stdout)
+        assert counts["files"] == len(want) and counts["rebuilt"], counts
+        assert "no local record of what was pushed to this bucket" in root.push(
+            root.configure(endpoint, prefix), "--relist"
+        ).stdout.decode()
+    # Back at the first endpoint: the record names the other one, so it lists, sends nothing.
+    with proxied(s3) as proxy:
+        done = root.push(root.configure(proxy.endpoint, prefix), "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["already_there"] == len(want)
+        assert proxy.sent() == {}
+    # The bucket emptied behind the record's back (the same endpoint, the same name).
+    config = root.configure(s3.endpoint, prefix)
+    assert root.push(config).returncode == 0  # the record names this endpoint now
+    client = s3.client()
+    for key in s3.objects(prefix + "/"):
+        client.delete_object(Bucket=BUCKET, Key=key)
+    done = root.push(config)
+    assert done.returncode == 0, done.stderr
+    said = done.stdout.decode()
+    assert f"pushed {len(want)} landed files" in said, said
+    assert "no longer holds this root's marker" in said
+    held = s3.objects(prefix + "/")
+    assert {k: v for k, v in held.items() if "/_archive/" not in k} == want

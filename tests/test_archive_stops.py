@@ -135,3 +135,33 @@ def test_the_service_stopping_mid_push_ends_within_seconds(s3: S3Server, tmp_pat
         assert taken <= done | tried and len(done) < len(want)
         proxy.delay = 0.0
         _the_next_push_completes(ws.run("push", "--json", extra_env=env), proxy, s3, want)
+
+
+def test_a_killed_push_resumes_looking_only_for_what_was_in_flight(
+    s3: S3Server, machine: Machine, tmp_path: Path
+) -> None:
+    """A path is recorded as tried once it is sent: after a kill, the next push asks the
+    bucket (HEAD) only about the uploads in flight at the kill, not about all that was left."""
+    prefix = _prefix(tmp_path)
+    want = landed_keys(machine.store(), prefix)
+    with proxied(s3) as proxy:
+        _slow(proxy)
+        config = machine.configure(proxy.endpoint, prefix, workers=2)
+        push = subprocess.Popen(
+            [*asz_executable(), "push", "--root", str(machine.root), "--config", str(config)],
+            env=machine.env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        with running(push):
+            wait_for(lambda: _files_put(proxy) >= 3, what="a push under way")
+            push.kill()
+            push.wait(timeout=30)
+        done, tried = _record(machine.root)
+        assert len(want) - len(done) > 4 and 0 < len(tried) <= 2
+        proxy.delay = 0.0
+        proxy.seen.clear()
+        again = machine.push(config, "--json")
+        heads = [s.key for s in proxy.seen if s.method == "HEAD" and "/_archive/" not in s.key]
+        assert sorted(heads) == sorted(f"{prefix}/{path}" for path in tried)
+        _the_next_push_completes(again, proxy, s3, want)
