@@ -94,3 +94,40 @@ def test_a_root_moved_to_another_machine_carries_on_without_sending_again(
         assert counts["files"] == 0 and counts["held_elsewhere"] == []
         assert counts["already_there"] == len(landed_keys(first.store(), prefix))
         assert proxy.sent() == {}
+
+
+def _say(machine: Machine, session: str, text: str) -> None:
+    """Claude Code writes one more line into the session's main transcript, and it lands."""
+    transcript = next(machine.claude.glob(f"projects/*/{session}.jsonl"))
+    line = {"type": "user", "sessionId": session, "message": {"role": "user", "content": text}}
+    with transcript.open("ab") as handle:
+        handle.write(json.dumps(line).encode() + b"\n")
+    machine.land()
+
+
+def test_a_diverged_copy_stops_its_session_at_the_conflict(s3: S3Server, tmp_path: Path) -> None:
+    """A root copied to another machine (its record too), then each lands other lines: the
+    copy's first file of its own meets the original's there, and nothing after it goes, so
+    the session in the bucket never continues one root's files with the other's."""
+    first = Machine(tmp_path / "one")
+    first.land(SynthOptions(seed=6, sessions=1))
+    prefix = "machines-diverged"
+    assert first.push(first.configure(s3.endpoint, prefix)).returncode == 0
+    copy = Machine(tmp_path / "two")
+    shutil.copytree(first.base, copy.base)
+    (session,) = first.store().sessions()
+    _say(first, session, "on the first machine")
+    _say(copy, session, "on the copy")
+    _say(copy, session, "and again on the copy")
+    before = len(first.store().session(session).landed())
+    assert first.push(first.configure(s3.endpoint, prefix)).returncode == 0
+    with proxied(s3) as proxy:
+        done = copy.push(copy.configure(proxy.endpoint, prefix), "--json")
+        assert done.returncode == 1
+        counts = json.loads(done.stdout)
+        names = copy.store().session(session).landed()
+        assert counts["conflicts"] == [f"{prefix}/{names[before - 1].path}"], counts
+        assert counts["files"] == 0 and counts["waiting_files"] == 2
+        assert proxy.sent() == {}, proxy.sent()  # its next file was never sent
+    held = s3.objects(f"{prefix}/{session}/")
+    assert len(held) == before  # the first root's files, and no other
