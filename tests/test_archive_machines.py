@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from archive_roots import Machine, landed_keys
-from s3server import S3Server, proxied
+from s3server import BUCKET, S3Server, proxied
 
 from asz.synth import SynthOptions
 
@@ -131,3 +131,38 @@ def test_a_diverged_copy_stops_its_session_at_the_conflict(s3: S3Server, tmp_pat
         assert proxy.sent() == {}, proxy.sent()  # its next file was never sent
     held = s3.objects(f"{prefix}/{session}/")
     assert len(held) == before  # the first root's files, and no other
+
+
+def test_a_reader_says_a_session_holds_files_from_two_roots(s3: S3Server, tmp_path: Path) -> None:
+    """What a race between two diverged copies, or a push before they were stopped at the
+    conflict, leaves: one root's files continued by the other's. Every reader says so of the
+    files it cannot trust and exits 1; nothing rebuilds a transcript that neither root had."""
+    first = Machine(tmp_path / "one")
+    first.land(SynthOptions(seed=8, sessions=1))
+    copy = Machine(tmp_path / "two")
+    shutil.copytree(first.base, copy.base)
+    (session,) = first.store().sessions()
+    # Lines of one length: the windows join, byte for byte, whichever root wrote them.
+    _say(first, session, "written on machine one")
+    _say(copy, session, "written on machine two")
+    _say(copy, session, "and more on machine two")
+    ours, theirs = "machines-mixed", "machines-mixed-copy"
+    config = first.configure(s3.endpoint, ours)
+    assert first.push(config).returncode == 0
+    assert copy.push(copy.configure(s3.endpoint, theirs)).returncode == 0
+    last = copy.store().session(session).landed()[-1].path
+    client = s3.client()
+    source = {"Bucket": BUCKET, "Key": f"{theirs}/{last}"}
+    client.copy_object(Bucket=BUCKET, Key=f"{ours}/{last}", CopySource=source)
+    verified = first.read(config, ours, "verify")
+    assert verified.returncode == 1
+    said = verified.stderr.decode()
+    assert "holds files from two roots" in said and last in said, said
+    back = first.read(config, ours, "restore", session, "--to", str(tmp_path / "back"))
+    assert back.returncode == 1 and b"two roots" in back.stderr
+    # The copy's file pushed beside another one of the same number: said of both.
+    number = last.rsplit("-", 1)[1]
+    beside = f"{ours}/{session}/transcripts/s-0000000000000000/transcript-{number}"
+    client.copy_object(Bucket=BUCKET, Key=beside, CopySource=source)
+    again = first.read(config, ours, "verify")
+    assert again.returncode == 1 and "are both number" in again.stderr.decode()

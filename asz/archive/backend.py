@@ -12,7 +12,9 @@ local cache, so readers never write to the bucket.
 from __future__ import annotations
 
 import errno
+import hashlib
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import NoReturn, TypeVar
 
 from asz.archive.bucket import Bucket, Meta
@@ -27,6 +29,9 @@ from asz.store.errors import StorageUnavailable
 from asz.store.layout import parse_landed
 
 T = TypeVar("T")
+_TWO_ROOTS = "the session's sequence holds files from two roots"
+Numbered = dict[int, list[str]]
+"""A session's landed files in the bucket by sequence number."""
 
 
 def _landed(path: str) -> bool:
@@ -44,6 +49,7 @@ class ArchiveBackend:
         self._listed: dict[str, list[Entry]] = {}
         self._meta: dict[str, Meta] = {}
         self._sessions_listed: set[str] = set()
+        self._numbers: dict[str, Numbered] = {}
 
     @property
     def location(self) -> str:
@@ -99,11 +105,52 @@ class ArchiveBackend:
         meta = self._meta_of(path)
         if meta.size > limit:
             raise OSError(errno.EFBIG, f"is {meta.size} bytes, more than a landed file may be")
+        self._one_root(path)
         data = self.cache.landed(path, meta.etag)
         if data is None:
-            data = _reading(path, lambda: self.bucket.get(path))
-            self.cache.keep_landed(path, meta.etag, data)
+            data, follows = _reading(path, lambda: self.bucket.get_noted(path))
+            self._follows(path, follows)
+            self.cache.keep_landed(path, meta.etag, data)  # checked: not checked again
         return data
+
+    def _numbered(self, path: str) -> tuple[int, Numbered]:
+        """The sequence number of ``path``, and every landed file of its session by number."""
+        session = path.split("/", 1)[0]
+        if session not in self._sessions_listed:
+            self.list(session)
+        if session not in self._numbers:
+            numbers: Numbered = {}
+            for key in sorted(self._meta):
+                found = parse_landed(*key.rsplit("/", 1)) if key.startswith(session + "/") else None
+                if found is not None:
+                    numbers.setdefault(found.seq, []).append(key)
+            self._numbers[session] = numbers
+        name = parse_landed(*path.rsplit("/", 1))
+        return (name.seq if name else -1), self._numbers[session]
+
+    def _one_root(self, path: str) -> None:
+        """A root numbers its session's files once each: two files with one number in the
+        bucket are two roots' (a copy of the root that diverged), and neither rebuilds."""
+        seq, numbers = self._numbered(path)
+        if len(numbers.get(seq, [])) > 1:
+            both = " and ".join(self.describe(key) for key in numbers[seq])
+            raise OSError(errno.EIO, f"{_TWO_ROOTS}: {both} are both number {seq}")
+
+    def _follows(self, path: str, follows: str) -> None:
+        """The file before ``path`` in its session, as its push noted it (``FOLLOWS``), must
+        be the one the bucket holds at that number: else the session continues one root's
+        files with another's."""
+        number, _, digest = follows.partition(":")
+        if not number.isdigit():
+            return  # pushed without the note: nothing to compare
+        _seq, numbers = self._numbered(path)
+        for earlier in numbers.get(int(number), []):
+            data = self.cache.landed(earlier, self._meta_of(earlier).etag)
+            if data is None:
+                data = _reading(earlier, partial(self.bucket.get, earlier))
+            if hashlib.sha256(data).hexdigest() != digest:
+                said = f"{_TWO_ROOTS}: it was pushed after another number {number} than"
+                raise OSError(errno.EIO, f"{said} {self.describe(earlier)}")
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
         meta = self._meta_of(path)

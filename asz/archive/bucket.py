@@ -44,6 +44,13 @@ class Meta:
         return tag if len(tag) == 32 and all(c in "0123456789abcdef" for c in tag) else None
 
 
+FOLLOWS = "asz-follows"
+"""The user metadata (``x-amz-meta-asz-follows``) a push gives each landed file:
+``<seq>:<sha256>`` of the file before it in its session's sequence, in the root that pushed
+it. A reader that finds another file at that number in the bucket knows the session holds
+files from two roots (a copy that diverged), which neither root wrote as one sequence."""
+
+
 class Created(Enum):
     CREATED = "created"
     """The object was not there and now holds the bytes."""
@@ -79,6 +86,15 @@ class Bucket:
         """The whole object; FileNotFoundError when there is none."""
         return self.link.run(lambda: bytes(obstore.get(self.store, path).bytes()))
 
+    def get_noted(self, path: str) -> tuple[bytes, str]:
+        """The whole object, and the note its push gave it (``FOLLOWS``; "" for none)."""
+
+        def fetch() -> tuple[bytes, str]:
+            got = obstore.get(self.store, path)
+            return bytes(got.bytes()), str(got.attributes.get(FOLLOWS, ""))
+
+        return self.link.run(fetch)
+
     def get_range(self, path: str, start: int, length: int) -> bytes:
         if length <= 0:
             return b""
@@ -108,12 +124,15 @@ class Bucket:
         data: bytes,
         known: Known = ABSENT,
         sending: Callable[[str], None] | None = None,
+        follows: str = "",
     ) -> Created:
         """Puts ``data`` at ``path`` unless an object is there. ``known`` is what is known
         of the key before: ABSENT sends at once, None (unknown, e.g. an earlier push that
         stopped while sending it) looks first, a Meta is compared without sending.
         ``sending`` is told just before the first put goes, so that a push stopped after it
-        looks before sending again, and only then."""
+        looks before sending again, and only then. ``follows`` is kept with the object as
+        its ``FOLLOWS`` note."""
+        attributes: dict[str, str] = {FOLLOWS: follows} if follows else {}
         state: list[Known] = [known]
         told = False
 
@@ -130,7 +149,14 @@ class Bucket:
                     told = True
                 state[0] = None  # the put may land before its answer is lost
                 try:
-                    obstore.put(self.store, path, data, mode="create", use_multipart=False)
+                    obstore.put(
+                        self.store,
+                        path,
+                        data,
+                        mode="create",
+                        use_multipart=False,
+                        attributes=attributes,
+                    )
                 except AlreadyExistsError:
                     continue
                 return Created.CREATED

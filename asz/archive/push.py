@@ -14,6 +14,7 @@ reads its file when it starts, so memory holds at most one file per worker.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import time
 from collections import deque
@@ -21,6 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -140,6 +142,8 @@ class _Todo:
     """Landed files of the session not yet in the record, in sequence order."""
     first: LandedName
     """The session's first landed file, which its claim names."""
+    before: dict[str, LandedName]
+    """The landed file before each one in the session's sequence (none for the first)."""
 
 
 Admits = Callable[[str], bool | None]
@@ -272,7 +276,8 @@ class Pusher:
             names = self.store.open_session(session_id).landed()
             new = [name for name in names if name.path not in record.done]
             if new:
-                todo.append(_Todo(session_id, new, names[0]))
+                before = {later.path: earlier for earlier, later in pairwise(names)}
+                todo.append(_Todo(session_id, new, names[0], before))
         return todo
 
     def _known(
@@ -343,11 +348,13 @@ class Pusher:
         file of another root's there as a conflict, and sends nothing after it: a session
         in the bucket never continues one root's sequence with another's files."""
         left = {item.session: deque(item.names) for item in todo}
+        before = {path: name for item in todo for path, name in item.before.items()}
         serial = set(left)
 
         def send(session: str) -> None:
             path = left[session].popleft().path
-            workers.submit((session, path), partial(self._file_one, path, known[path], record))
+            job = partial(self._file_one, path, known[path], record, before.get(path))
+            workers.submit((session, path), job)
 
         for session in left:
             send(session)
@@ -377,9 +384,16 @@ class Pusher:
             elif left[session]:
                 send(session)
 
-    def _file_one(self, path: str, known: Known, record: PushRecord) -> tuple[Created, int]:
+    def _file_one(
+        self, path: str, known: Known, record: PushRecord, before: LandedName | None
+    ) -> tuple[Created, int]:
         data = self.store.backend.read(path, MAX_CONTENT_BYTES)
-        return self.bucket.create(path, data, known, sending=record.sending), len(data)
+        follows = ""
+        if before is not None:
+            earlier = self.store.backend.read(before.path, MAX_CONTENT_BYTES)
+            follows = f"{before.seq}:{hashlib.sha256(earlier).hexdigest()}"
+        created = self.bucket.create(path, data, known, sending=record.sending, follows=follows)
+        return created, len(data)
 
     def _failed(self, tally: PushTally, key: str, err: BaseException) -> None:
         """One failed request in the tally's errors, unless the whole push stopped: then its
