@@ -368,3 +368,30 @@ def test_a_record_belongs_to_its_bucket_not_to_the_bucket_s_name(
     assert "no longer holds this root's marker" in said
     held = s3.objects(prefix + "/")
     assert {k: v for k, v in held.items() if "/_archive/" not in k} == want
+
+
+def test_a_copy_damaged_in_the_local_cache_is_read_again_never_blamed(
+    s3: S3Server, landed: tuple[Machine, dict], prefix: str, tmp_path: Path
+) -> None:
+    machine, _ = landed
+    reader = Machine(tmp_path / "reader")  # its own cache
+    config = machine.configure(s3.endpoint, prefix)
+    assert machine.push(config).returncode == 0
+    assert reader.read(config, prefix, "verify").returncode == 0  # every copy cached
+    copies = sorted((reader.base / "cache").rglob("landed/*"), key=lambda p: p.stat().st_size)
+    damaged = copies[-1]
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 3] ^= 0x01  # one bit, on this disk only
+    damaged.write_bytes(bytes(data))
+
+    def objects_read() -> list[str]:  # GETs of objects, not listings (which name the bucket)
+        return [s.key for s in proxy.seen if s.method == "GET" and s.key.startswith(prefix)]
+
+    with proxied(s3) as proxy:
+        done = reader.read(machine.configure(proxy.endpoint, prefix), prefix, "verify")
+        assert done.returncode == 0, done.stderr  # the object is intact: nothing is blamed
+        assert len(objects_read()) == 1  # the damaged copy was read again from the bucket
+        proxy.seen.clear()
+        again = reader.read(machine.configure(proxy.endpoint, prefix), prefix, "verify")
+        assert again.returncode == 0, again.stderr
+        assert objects_read() == []  # the copy is whole again

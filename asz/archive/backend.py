@@ -106,7 +106,7 @@ class ArchiveBackend:
         if meta.size > limit:
             raise OSError(errno.EFBIG, f"is {meta.size} bytes, more than a landed file may be")
         self._one_root(path)
-        data = self.cache.landed(path, meta.etag)
+        data = self.cache.landed(path, meta.etag, meta.size)
         if data is None:
             data, follows = _reading(path, lambda: self.bucket.get_noted(path))
             self._follows(path, follows)
@@ -145,7 +145,8 @@ class ArchiveBackend:
             return  # pushed without the note: nothing to compare
         _seq, numbers = self._numbered(path)
         for earlier in numbers.get(int(number), []):
-            data = self.cache.landed(earlier, self._meta_of(earlier).etag)
+            known = self._meta_of(earlier)
+            data = self.cache.landed(earlier, known.etag, known.size)
             if data is None:
                 data = _reading(earlier, partial(self.bucket.get, earlier))
             if hashlib.sha256(data).hexdigest() != digest:
@@ -154,7 +155,7 @@ class ArchiveBackend:
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
         meta = self._meta_of(path)
-        data = self.cache.landed(path, meta.etag)
+        data = self.cache.landed(path, meta.etag, meta.size)
         if data is not None:
             return data[start : start + length]
         length = min(length, meta.size - start)
