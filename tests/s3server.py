@@ -33,6 +33,8 @@ CREDENTIALS = {
     "AWS_SECRET_ACCESS_KEY": "testing-secret",
     "AWS_REGION": "us-east-1",
 }
+
+
 class S3Server:
     """moto's S3 on ``127.0.0.1``; ``stop`` and ``start`` again keep the port and the objects."""
 

@@ -346,9 +346,10 @@ def test_a_record_belongs_to_its_bucket_not_to_the_bucket_s_name(
         assert done.returncode == 0, done.stderr
         counts = json.loads(done.stdout)
         assert counts["files"] == len(want) and counts["rebuilt"], counts
-        assert "no local record of what was pushed to this bucket" in root.push(
-            root.configure(endpoint, prefix), "--relist"
-        ).stdout.decode()
+        assert (
+            "no local record of what was pushed to this bucket"
+            in root.push(root.configure(endpoint, prefix), "--relist").stdout.decode()
+        )
     # Back at the first endpoint: the record names the other one, so it lists, sends nothing.
     with proxied(s3) as proxy:
         done = root.push(root.configure(proxy.endpoint, prefix), "--json")

@@ -157,9 +157,7 @@ def test_throttling_pauses_every_worker_together(
         return "503" if method == "PUT" and n == 5 else ""
 
     with proxied(s3, fault) as proxy:
-        config = machine.configure(
-            proxy.endpoint, prefix, workers=8, backoff=0.4, backoff_cap=1.0
-        )
+        config = machine.configure(proxy.endpoint, prefix, workers=8, backoff=0.4, backoff_cap=1.0)
         done = machine.push(config, "--json")
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["retries"] == 1

@@ -90,7 +90,7 @@ def test_ctrl_c_on_asz_push_ends_it_at_once_and_records_what_went(
             wait_for(lambda: _files_put(proxy) >= 3, what="a push under way")
             push.send_signal(signal.SIGINT)
             signalled = time.monotonic()
-            out, err = push.communicate(timeout=30)
+            _out, err = push.communicate(timeout=30)
             took = time.monotonic() - signalled
         assert push.returncode == 130, err
         assert took < STOPPED_WITHIN, took

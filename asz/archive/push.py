@@ -149,6 +149,8 @@ class _Todo:
 Admits = Callable[[str], bool | None]
 """The session filter's verdict on a session: pushed (True), left out (False), or waiting for
 what would judge it (None); the caller builds it (``asz.adapters.session_filter``)."""
+
+
 class Progress(Protocol):
     """Told how a push goes while it goes (the service's metrics move with it)."""
 

@@ -23,7 +23,6 @@ K = TypeVar("K")
 R = TypeVar("R")
 
 
-
 class Workers(Generic[K, R]):
     """``count`` threads running the jobs submitted, outcomes read back as they end."""
 
