@@ -396,3 +396,20 @@ def test_a_copy_damaged_in_the_local_cache_is_read_again_never_blamed(
         again = reader.read(machine.configure(proxy.endpoint, prefix), prefix, "verify")
         assert again.returncode == 0, again.stderr
         assert objects_read() == []  # the copy is whole again
+
+
+def test_an_empty_prefix_and_a_bad_bucket_are_said_plainly(
+    s3: S3Server, landed: tuple[Machine, dict], tmp_path: Path
+) -> None:
+    machine, _ = landed
+    config = machine.configure(s3.endpoint, "nothing-here")
+    done = machine.read(config, "nothing-here", "sessions")
+    assert done.returncode == 2
+    assert done.stderr.decode().strip() == (
+        f"asz: nothing under s3://{BUCKET}/nothing-here: is the prefix right?"
+    )
+    # A bucket name that is not one, given with --root, is --root's, not the config file's.
+    bad = machine.asz("sessions", "--root", "s3://Not_A_Bucket/x", "--config", str(config))
+    assert bad.returncode == 2
+    said = bad.stderr.decode()
+    assert said.startswith("asz: --root: s3://Not_A_Bucket/x") and str(config) not in said

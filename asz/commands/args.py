@@ -68,9 +68,11 @@ def open_root(config: Config, missing: str | None = "there is no storage root at
 
         store = open_store(open_archive(config.root_url, config.archive))
         try:  # an archive that cannot be listed is as absent as a missing directory
-            store.backend.list("")  # kept: the command's own listing costs nothing more
+            listed = store.backend.list("")  # kept: the command's own listing costs nothing more
         except OSError as err:
             raise UsageError(f"cannot read the archive {config.root_url}: {err.strerror}") from None
+        if not listed:  # a typo in the prefix lists nothing, as a typo in a path names nothing
+            raise UsageError(f"nothing under {config.root_url}: is the prefix right?")
         return store
     if missing is not None and not config.root.is_dir():
         raise UsageError(f"{missing} {config.root}")
