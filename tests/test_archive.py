@@ -79,8 +79,17 @@ def test_dry_run_lists_what_would_go_and_sends_nothing(
     want = landed_keys(machine.store(), prefix)
     for key in want:
         assert key.split("/", 1)[1] in listed
-    assert f"would push {len(want)} landed files" in listed
+    sessions = machine.store().sessions()
+    for session in sessions:  # the claims are created too: listed with the files
+        assert f"_archive/claims/{session}.json" in listed
+    assert "_archive/roots/<new id>.json" in listed  # and the new record's marker
+    objects = len(want) + len(sessions) + 1
+    assert f"would push {len(want)} landed files and create {objects} objects" in listed
     assert s3.objects(prefix + "/") == {}
+    # What the push then creates is what was listed, one for one.
+    with proxied(s3) as proxy:
+        assert machine.push(machine.configure(proxy.endpoint, prefix)).returncode == 0
+        assert len(proxy.puts(200)) == objects
 
 
 def _same(machine: Machine, config: Path, prefix: str, *args: str) -> bytes:
@@ -211,6 +220,11 @@ def test_the_session_filter_keeps_a_session_on_the_machine(
     config = machine.configure(s3.endpoint, prefix)
     with config.open("a") as handle:
         handle.write(f'[sessions]\nexclude = ["{project}"]\n')
+    dry = machine.push(config, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert f"left out: {store.sessions()[0]}: {project}: matched by sessions.exclude" in (
+        dry.stdout.decode()
+    )
     done = machine.push(config, "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["sessions_excluded"] == 1

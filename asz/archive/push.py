@@ -30,7 +30,7 @@ from asz.archive.bucket import ABSENT, Bucket, Created, Known
 from asz.archive.claims import claim_bytes, claim_path
 from asz.archive.failure import understand
 from asz.archive.location import ArchiveUrl
-from asz.archive.record import PushRecord, new_marker
+from asz.archive.record import MARKERS_DIR, PushRecord, new_marker
 from asz.archive.retry import Halted
 from asz.archive.workers import Workers
 from asz.store import LandedName, Store
@@ -90,6 +90,10 @@ class PushTally:
     """Sessions another root claimed first: none of their files are pushed from here."""
     sessions_excluded: int = 0
     sessions_waiting: int = 0
+    left_out: list[str] = field(default_factory=list)
+    """The sessions the filter leaves out (``sessions_excluded`` of them)."""
+    not_judged: list[str] = field(default_factory=list)
+    """The sessions waiting for the filter to judge them (``sessions_waiting`` of them)."""
     waiting_files: int = 0
     """Landed files of admitted sessions not in the bucket after the pass."""
     waiting_bytes: int = 0
@@ -198,9 +202,7 @@ class Pusher:
             if tally.rebuilt:
                 record.done.clear()
             todo = self._admitted(record, tally)
-            tally.would_push = [
-                (name.path, self.store.size_of(name.path)) for item in todo for name in item.names
-            ]
+            tally.would_push = self._would_create(record, todo, tally.rebuilt)
         else:
             link = self.bucket.link
             link.start()
@@ -237,6 +239,23 @@ class Pusher:
         tally.seconds = round(time.monotonic() - started, 6)
         return tally
 
+    def _would_create(
+        self, record: PushRecord, todo: list[_Todo], rebuilt: bool
+    ) -> list[tuple[str, int]]:
+        """Every object a push would create, and its size: a new record's marker, each
+        session's claim not made yet, every landed file not pushed yet."""
+        objects = []
+        if rebuilt:
+            _marker, data = new_marker()
+            objects.append((f"{MARKERS_DIR}/<new id>.json", len(data)))
+        for item in todo:
+            if item.session not in record.claimed:
+                first = self.store.backend.read(item.first.path, MAX_CONTENT_BYTES)
+                claim = claim_bytes(item.session, item.first.path, first)
+                objects.append((claim_path(item.session), len(claim)))
+        objects += [(name.path, self.store.size_of(name.path)) for t in todo for name in t.names]
+        return objects
+
     def _relisting(self, record: PushRecord, tally: PushTally, relist: bool) -> bool:
         """Whether the record is rebuilt by listing: asked, lost, another bucket's, or its
         marker is gone from the bucket. A rebuilt record names a new marker, created first."""
@@ -270,9 +289,11 @@ class Pusher:
             verdict = self.admits(session_id)
             if verdict is None:
                 tally.sessions_waiting += 1
+                tally.not_judged.append(session_id)
                 continue
             if not verdict:
                 tally.sessions_excluded += 1
+                tally.left_out.append(session_id)
                 continue
             tally.sessions += 1
             names = self.store.open_session(session_id).landed()

@@ -23,6 +23,7 @@ from asz.words import count, listing, size
 
 if TYPE_CHECKING:
     from asz.archive.push import Pusher, PushTally
+    from asz.store import Store
 
 SUMMARY = "push every landed file of the admitted sessions to the team archive ([archive] url)"
 
@@ -32,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run",
         action="store_true",
-        help="list every file that would go, with its size, and send nothing",
+        help="list every object that would be created (files, claims, marker), with its "
+        "size, and the sessions left out and why; send nothing",
     )
     parser.add_argument(
         "--relist",
@@ -82,10 +84,15 @@ def run(args: argparse.Namespace, config: Config) -> int:
         for path, length in tally.would_push:
             print(f"{size(length):>10}  {path}")
         total = sum(length for _path, length in tally.would_push)
+        files = sum(1 for path, _length in tally.would_push if not path.startswith("_"))
         print(
-            f"would push {count(len(tally.would_push), 'landed file')} ({size(total)}) "
-            f"to {tally.archive}"
+            f"would push {count(files, 'landed file')} and create "
+            f"{count(len(tally.would_push), 'object')} ({size(total)}) in {tally.archive}"
         )
+        for session in tally.left_out:
+            print(f"left out: {session}: {_why_left_out(config, store, session)}")
+        for session in tally.not_judged:
+            print(f"waiting: {session}: no project directory is known for it yet")
         if tally.rebuilt:
             print(
                 "there is no local record of earlier pushes: a push lists the archive first "
@@ -117,6 +124,21 @@ def _stopped_by_signals(pusher: Pusher) -> Iterator[list[int]]:
     finally:
         for signum, handler in before.items():
             signal.signal(signum, handler)
+
+
+def _why_left_out(config: Config, store: Store, session: str) -> str:
+    """Which of the session filter's lists leaves ``session`` out, and its directory."""
+    from asz.adapters.session_filter import Matcher
+
+    facts = store.open_session(session).facts()
+    dirs = [facts.primary_dir] if facts.primary_dir else sorted(facts.project_dirs)
+    named = ", ".join(dirs) or "no project directory"
+    included = Matcher(config.sessions.include, ())
+    if config.sessions.include and not any(
+        included.passes(directory, lambda: set(facts.cwds)) for directory in dirs
+    ):
+        return f"{named}: not matched by sessions.include"
+    return f"{named}: matched by sessions.exclude"
 
 
 def _say_trouble(tally: PushTally) -> None:
