@@ -173,6 +173,9 @@ class FaultProxy:
         self.port = 0
         self._stop = False
         self._arrived: Counter[str] = Counter()
+        self._in_flight = 0
+        self.most_at_once = 0
+        """The most requests the proxy held at one time (a client's parallelism)."""
         self.listen()
 
     def listen(self) -> None:
@@ -236,28 +239,55 @@ class FaultProxy:
             with self._lock:  # numbered as they arrive, so each number is dealt once
                 self._arrived[method] += 1
                 number = self._arrived[method]
-            fault = self.fault(method, key, number)
-            answer = b""
-            if fault == "503":
-                answer = s3_error("SlowDown", 503)
-            elif fault.startswith("error:"):
-                _, code, status = fault.split(":")
-                answer = s3_error(code, int(status))
-            elif fault != "reset-before":
-                try:
-                    answer = _forward(self.upstream_port, head, body)
-                except OSError:
-                    fault = "no-server"
-            status = _status(answer) if answer else None
-            with self._lock:  # counted before the client hears anything
-                self.seen.append(Seen(method, key, status, fault, arrived))
-            if fault == "slow":  # the server took it; the answer is slow to come
-                time.sleep(self.delay)
-            if not answer or fault == "reset-after":
-                _reset(client)
-                return
-            with contextlib.suppress(OSError):
-                client.sendall(answer)
+                self._in_flight += 1
+                self.most_at_once = max(self.most_at_once, self._in_flight)
+            try:
+                self._answer(
+                    client,
+                    method=method,
+                    key=key,
+                    number=number,
+                    head=head,
+                    body=body,
+                    arrived=arrived,
+                )
+            finally:
+                with self._lock:
+                    self._in_flight -= 1
+
+    def _answer(
+        self,
+        client: socket.socket,
+        *,
+        method: str,
+        key: str,
+        number: int,
+        head: bytes,
+        body: bytes,
+        arrived: float,
+    ) -> None:
+        fault = self.fault(method, key, number)
+        answer = b""
+        if fault == "503":
+            answer = s3_error("SlowDown", 503)
+        elif fault.startswith("error:"):
+            _, code, status = fault.split(":")
+            answer = s3_error(code, int(status))
+        elif fault != "reset-before":
+            try:
+                answer = _forward(self.upstream_port, head, body)
+            except OSError:
+                fault = "no-server"
+        status = _status(answer) if answer else None
+        with self._lock:  # counted before the client hears anything
+            self.seen.append(Seen(method, key, status, fault, arrived))
+        if fault == "slow":  # the server took it; the answer is slow to come
+            time.sleep(self.delay)
+        if not answer or fault == "reset-after":
+            _reset(client)
+            return
+        with contextlib.suppress(OSError):
+            client.sendall(answer)
 
 
 def _reset(sock: socket.socket) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import NoReturn, TypeVar
 
+from asz.archive.ahead import AHEAD, ReadAhead
 from asz.archive.bucket import Bucket, Meta
 from asz.archive.cache import LocalCache
 from asz.archive.failure import understand
@@ -30,7 +31,8 @@ from asz.store.layout import parse_landed
 
 T = TypeVar("T")
 _TWO_ROOTS = "the session's sequence holds files from two roots"
-Numbered = dict[int, list[str]]
+Names = list[str]
+Numbered = dict[int, Names]
 """A session's landed files in the bucket by sequence number."""
 
 
@@ -50,6 +52,8 @@ class ArchiveBackend:
         self._meta: dict[str, Meta] = {}
         self._sessions_listed: set[str] = set()
         self._numbers: dict[str, Numbered] = {}
+        self._lists: ReadAhead[str, list[Meta]] = ReadAhead()
+        self._gets: ReadAhead[str, tuple[bytes, str]] = ReadAhead()
 
     @property
     def location(self) -> str:
@@ -77,7 +81,11 @@ class ArchiveBackend:
     def _list_session(self, session: str) -> None:
         """Every directory under ``session``, from one listing of all its objects: a reader
         of a session lists its directories one after another, each a request otherwise."""
-        objects = _reading(session, lambda: self.bucket.list_all(session + "/"))
+        if not self._lists.started(session):
+            for ahead in self._sessions_from(session):
+                self._lists.start(ahead, partial(self.bucket.list_all, ahead + "/"))
+        listing = partial(self.bucket.list_all, session + "/")
+        objects = _reading(session, partial(self._lists.take, session, listing))
         listed: dict[str, dict[str, Entry]] = {}
         for meta in objects:
             self._meta[meta.path] = meta
@@ -89,6 +97,27 @@ class ArchiveBackend:
         for directory, entries in listed.items():
             self._listed[directory] = list(entries.values())
         self._sessions_listed.add(session)
+
+    def _sessions_from(self, session: str) -> Names:
+        """``session`` and the next few of the root's sessions not listed yet: a reader of
+        many sessions reads them one after another."""
+        entries = self._listed.get("", [])
+        root = sorted(e.name for e in entries if e.is_dir and is_session_id(e.name))
+        after = root[root.index(session) :] if session in root else [session]
+        fresh = [s for s in after if s not in self._sessions_listed and not self._lists.started(s)]
+        return fresh[:AHEAD]
+
+    def _fetch_from(self, path: str) -> None:
+        """Starts reading ``path`` and the next few landed files of its session that are
+        not cached: a reader of a session reads its files one after another."""
+        seq, numbers = self._numbered(path)
+        later = [key for number in sorted(numbers) if number >= seq for key in numbers[number]]
+        for key in later[: AHEAD * 2]:
+            meta = self._meta[key]
+            if key == path or not self.cache.holds(key, meta.etag):
+                self._gets.start(key, partial(self.bucket.get_noted, key))
+                if len(self._gets) >= AHEAD:
+                    break
 
     def _meta_of(self, path: str) -> Meta:
         meta = self._meta.get(path)
@@ -108,7 +137,10 @@ class ArchiveBackend:
         self._one_root(path)
         data = self.cache.landed(path, meta.etag, meta.size)
         if data is None:
-            data, follows = _reading(path, lambda: self.bucket.get_noted(path))
+            if not self._gets.started(path):
+                self._fetch_from(path)
+            fetch = partial(self._gets.take, path, partial(self.bucket.get_noted, path))
+            data, follows = _reading(path, fetch)
             self._follows(path, follows)
             self.cache.keep_landed(path, meta.etag, data)  # checked: not checked again
         return data

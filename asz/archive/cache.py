@@ -46,6 +46,10 @@ class LocalCache:
     def _name(self, path: str, etag: str) -> Path:
         return self._landed / hashlib.sha256(f"{path}\0{etag}".encode()).hexdigest()
 
+    def holds(self, path: str, etag: str) -> bool:
+        """Whether a copy of ``path`` under ``etag`` is kept (not whether it is whole)."""
+        return bool(etag) and self._name(path, etag).is_file()
+
     def landed(self, path: str, etag: str, size: int) -> bytes | None:
         """The copy of ``path`` as it was under ``etag``, when it is whole: ``size`` bytes
         with the digest kept beside them; a copy that is not is dropped. Else None."""
