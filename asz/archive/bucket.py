@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import obstore
 from obstore.exceptions import AlreadyExistsError
 
+from asz.archive.failure import understand
 from asz.archive.retry import Link
 
 if TYPE_CHECKING:
@@ -139,8 +140,8 @@ class Bucket:
         def once() -> Created:
             nonlocal told
             while True:
-                if state[0] is None:
-                    state[0] = self._head_once(path) or ABSENT
+                if state[0] is None:  # a look of its own, retried apart from the put's tries
+                    state[0] = self.head(path) or ABSENT
                 seen = state[0]
                 if isinstance(seen, Meta):
                     return Created.SAME if self.holds(seen, data) else Created.OTHER
@@ -159,6 +160,10 @@ class Bucket:
                     )
                 except AlreadyExistsError:
                     continue
+                except Exception as err:
+                    if understand(err).code == "SlowDown":
+                        state[0] = ABSENT  # refused before it was taken: no need to look
+                    raise
                 return Created.CREATED
 
         return self.link.run(once)
