@@ -10,20 +10,21 @@ archive is complete:
 
 - ``latency``: every answer held back ``--latency`` (20 ms);
 - ``slowdown``: that, and ``--slowdown`` (30%) of the requests answered ``503 SlowDown``;
-- ``gone``: that, and the server gone (connections refused) for ``--gone`` (60 s) once half
-  the files are up; the push stops at the breaker, and is run again every 5 s until it
+- ``gone``: latency, and the server gone (connections refused) for ``--gone`` (60 s) once
+  half the objects are up; the push stops at the breaker, and is run again every 5 s until it
   completes (each later push resumes);
 
 for each: the time to a complete archive, the pushes it took, and the requests sent per
-landed file (all pushes), and by the last (resumed) push per file it pushed. Then ``asz sessions`` and
-``asz cache --json`` over the local root and over the bucket (latency only), with an empty
-local cache (cold) and again (warm).
+landed file (all pushes), and by the last (resumed) push per file it pushed. Then
+``asz sessions`` and ``asz cache --json`` over the local root and over the bucket (latency
+only), with an empty local cache (cold) and again (warm).
 
 moto is a single-threaded Python server and answers every request itself, so the figures
 are a floor set by the server, not by the client.
 
     .venv/bin/python bench/archive.py [--sessions 70] [--turns 6] [--workers 8]
-        [--latency 0.02] [--slowdown 0.3] [--gone 60] [--keep DIR]
+        [--latency 0.02] [--slowdown 0.3] [--gone 60] [--faults latency,slowdown,gone]
+        [--keep DIR]
 
 It needs moto, which the test extras install (``pip install '.[test]'``).
 """
@@ -124,40 +125,49 @@ def measure_pushes(workdir: Path, root: Path, args: argparse.Namespace) -> None:
             f"  {'fault':<10} {'complete in':>12} {'pushes':>7} {'requests/file':>14} "
             f"{'last push, per file it pushed':>30}"
         )
-        for name in ("latency", "slowdown", "gone"):
-            chance = args.slowdown if name != "latency" else 0.0
-            draw = random.Random(1).random
-            puts = [0]
-
-            def fault(method: str, key: str, n: int, chance: float = chance) -> str:
-                if method == "PUT":
-                    puts[0] += 1
-                return "503" if draw() < chance else "slow"
-
-            with proxied(server, fault) as proxy:
-                proxy.delay = args.latency
-                if name == "gone":
-                    gone_at = files // 2
-
-                    def away(proxy: Any = proxy, gone_at: int = gone_at) -> None:
-                        while puts[0] < gone_at:
-                            time.sleep(0.01)
-                        proxy.refuse()
-                        time.sleep(args.gone)
-                        proxy.listen()
-
-                    threading.Thread(target=away, daemon=True).start()
-                config = configure(workdir, proxy.endpoint, f"bench-{name}", args.workers)
-                took, pushes, sent, last = push_until_complete(workdir, root, config, proxy)
-                print(
-                    f"  {name:<10} {took:11.1f}s {pushes:7d} {sent / files:14.2f} {last:10.2f}"
-                )
+        for name in args.faults.split(","):
+            if name not in ("latency", "slowdown", "gone"):
+                raise SystemExit(f"no such fault: {name}")
+            took, pushes, sent, last = push_through(server, workdir, root, name, args)
+            print(f"  {name:<10} {took:11.1f}s {pushes:7d} {sent / files:14.2f} {last:10.2f}")
         with proxied(server, lambda method, key, n: "slow") as proxy:
             proxy.delay = args.latency
             config = configure(workdir, proxy.endpoint, "bench-latency", args.workers)
             measure_reads(workdir, root, config, args.sessions)
     finally:
         server.stop()
+
+
+def push_through(
+    server: Any, workdir: Path, root: Path, name: str, args: argparse.Namespace
+) -> tuple[float, int, int, float]:
+    """Pushes through the proxy with ``name``'s fault until the archive is complete."""
+    from s3server import proxied
+
+    chance = args.slowdown if name == "slowdown" else 0.0
+    draw = random.Random(1).random
+    puts = [0]
+
+    def fault(method: str, key: str, n: int) -> str:
+        if method == "PUT":
+            puts[0] += 1
+        return "503" if draw() < chance else "slow"
+
+    with proxied(server, fault) as proxy:
+        proxy.delay = args.latency
+        if name == "gone":
+            half = sum(1 for _ in root.rglob("*.asz")) // 2
+
+            def away() -> None:
+                while puts[0] < half:
+                    time.sleep(0.01)
+                proxy.refuse()
+                time.sleep(args.gone)
+                proxy.listen()
+
+            threading.Thread(target=away, daemon=True).start()
+        config = configure(workdir, proxy.endpoint, f"bench-{name}", args.workers)
+        return push_until_complete(workdir, root, config, proxy)
 
 
 def measure_reads(workdir: Path, root: Path, config: Path, sessions: int) -> None:
@@ -184,6 +194,9 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.02, help="seconds per answer")
     parser.add_argument("--slowdown", type=float, default=0.3, help="share answered SlowDown")
     parser.add_argument("--gone", type=float, default=60.0, help="seconds the server is gone")
+    parser.add_argument(
+        "--faults", default="latency,slowdown,gone", help="which pushes to make, in order"
+    )
     parser.add_argument("--keep", type=Path, help="work in this directory and keep it")
     args = parser.parse_args()
     try:
