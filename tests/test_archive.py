@@ -453,3 +453,30 @@ def test_a_reader_asks_the_bucket_several_things_at_once(
         proxy.most_at_once = 0
         assert reader.read(config, prefix, "sessions").returncode == 0
         assert proxy.most_at_once > 4, proxy.most_at_once  # warm: listings read ahead
+
+
+def test_asz_serve_keeps_what_it_derives_of_a_bucket_in_the_local_cache(
+    s3: S3Server, landed: tuple[Machine, dict], prefix: str, tmp_path: Path
+) -> None:
+    """Its first page over a bucket builds each session's cache report; a second start
+    reads them back from the local cache instead of building them all again, and the bucket
+    is not written to."""
+    machine, expected = landed
+    assert machine.push(machine.configure(s3.endpoint, prefix)).returncode == 0
+    reader = Machine(tmp_path / "reader")
+    reader.base.mkdir()
+    config = reader.configure(s3.endpoint, prefix)
+    remote = f"s3://{BUCKET}/{prefix}"
+    home = reader.base / "home"
+    with serving(remote, home, "--config", str(config), env=reader.env()) as served:
+        first = served.get("/")
+        assert first.status == 200
+    derived = (reader.base / "cache").rglob("derived/*/cache.json")
+    kept = sorted(path.parent.name for path in derived)
+    assert kept == sorted(session["id"] for session in expected["sessions"])
+    with proxied(s3) as proxy:
+        again = reader.configure(proxy.endpoint, prefix)
+        with serving(remote, home, "--config", str(again), env=reader.env()) as served:
+            second = served.get("/")
+            assert second.status == 200 and second.text == first.text
+        assert {seen.method for seen in proxy.seen} <= {"GET", "HEAD"}

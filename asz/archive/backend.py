@@ -44,6 +44,11 @@ def _landed(path: str) -> bool:
 class ArchiveBackend:
     """A root that is a prefix of a bucket; ``asz push`` is the only way anything gets in."""
 
+    derived_apart = True
+    """Derived state written here goes to this machine's cache, never to the bucket, and
+    races no collector: a reader that may not write into a root (the web server) keeps what
+    it derives here, so its next start reads it rather than deriving it all again."""
+
     def __init__(self, url: ArchiveUrl, bucket: Bucket, cache: LocalCache) -> None:
         self.url = url
         self.bucket = bucket

@@ -99,13 +99,15 @@ class Library:
 
     def report(self, session: Session) -> dict[str, Any]:
         """The session's cache report (``asz cache SESSION --json``): the root's kept one
-        while it holds, else built; never kept in the root."""
+        while it holds, else built; never kept in the root, but kept where the root's
+        derived state lives apart from it (an archive's local cache)."""
+        keep = bool(getattr(self.store.backend, "derived_apart", False))
         return self._kept(
             self._large,
             "report",
             session,
             session.landed_mark(),
-            lambda: session_report(session, self.prices, keep=False),
+            lambda: session_report(session, self.prices, keep=keep),
         )
 
     def body(self, session: Session, record_id: str) -> bytes:
