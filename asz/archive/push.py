@@ -7,8 +7,12 @@ record (``asz.archive.record``), so a pass sends only what is new, and a push th
 (a failure, a kill) resumes where it stopped. A session is claimed before its first file goes
 (``asz.archive.claims``), so a session two roots hold is reported, never merged.
 
-Uploads run in a bounded pool of threads (the client releases the GIL while it waits); each
-reads its file when it starts, so memory holds at most one file per worker.
+Uploads run in a bounded set of threads (``asz.archive.workers``; the client releases the GIL
+while it waits); each reads its file when it starts, so memory holds at most one file per
+worker. A session's files go in sequence order until the first one this push creates (a copy
+of the root that diverged stops at its conflict), then together. A failure no retry mends,
+the breaker, or a stop asked for (``Pusher.stop``) ends the push within ``GRACE`` seconds
+(``asz.archive.retry.Link``); what it did not send waits for the next push.
 """
 
 from __future__ import annotations
@@ -196,7 +200,6 @@ class Pusher:
         started = time.monotonic()
         tally = PushTally(str(self.url))
         record = PushRecord.for_root(self.root, str(self.url), self.bucket.endpoint)
-        todo: list[_Todo] | None = None
         if dry_run:
             tally.rebuilt = relist or record.rebuilt
             if tally.rebuilt:
@@ -204,40 +207,45 @@ class Pusher:
             todo = self._admitted(record, tally)
             tally.would_push = self._would_create(record, todo, tally.rebuilt)
         else:
-            link = self.bucket.link
-            link.start()
-            workers: Workers[Any, Any] = Workers(self.workers, link)
-            failed = link.failed
-
-            def count_retry(err: BaseException) -> None:
-                tally.retries += 1
-                if failed is not None:
-                    failed(err)
-
-            link.failed = count_retry
-            try:
-                relist = self._relisting(record, tally, relist)
-                todo = self._admitted(record, tally)
-                if self.progress is not None:
-                    paths = [name.path for item in todo for name in item.names]
-                    self.progress.waiting(len(paths), sum(map(self.store.size_of, paths)))
-                known = self._known(workers, record, todo, tally, relist)
-                owned = self._claim(workers, record, todo, tally)
-                mine = [item for item in todo if item.session in owned]
-                self._files(workers, record, mine, known, tally)
-            except Halted:
-                pass
-            finally:
-                link.failed = failed
-                workers.close()
-            tally.stopped, tally.interrupted = link.halted, link.asked
-            if todo is None:  # stopped before it looked: all that was to go still is
-                todo = self._admitted(record, tally)
-        left = [name for item in todo or [] for name in item.names if name.path not in record.done]
+            todo = self._pushing(record, tally, relist)
+        left = [name for item in todo for name in item.names if name.path not in record.done]
         tally.waiting_files = len(left)
         tally.waiting_bytes = sum(self.store.size_of(name.path) for name in left)
         tally.seconds = round(time.monotonic() - started, 6)
         return tally
+
+    def _pushing(self, record: PushRecord, tally: PushTally, relist: bool) -> list[_Todo]:
+        """One push, until its end or its stop; what it was to push."""
+        link = self.bucket.link
+        link.start()
+        workers: Workers[Any, Any] = Workers(self.workers, link)
+        failed = link.failed
+
+        def count_retry(err: BaseException) -> None:
+            tally.retries += 1
+            if failed is not None:
+                failed(err)
+
+        link.failed = count_retry
+        todo: list[_Todo] | None = None
+        try:
+            relist = self._relisting(record, tally, relist)
+            todo = self._admitted(record, tally)
+            if self.progress is not None:
+                paths = [name.path for item in todo for name in item.names]
+                self.progress.waiting(len(paths), sum(map(self.store.size_of, paths)))
+            known = self._known(workers, record, todo, tally, relist)
+            owned = self._claim(workers, record, todo, tally)
+            mine = [item for item in todo if item.session in owned]
+            self._files(workers, record, mine, known, tally)
+        except Halted:
+            pass
+        finally:
+            link.failed = failed
+            workers.close()
+        tally.stopped, tally.interrupted = link.halted, link.asked
+        # Stopped before it looked: all that was to go still is.
+        return todo if todo is not None else self._admitted(record, tally)
 
     def _would_create(
         self, record: PushRecord, todo: list[_Todo], rebuilt: bool
