@@ -39,7 +39,6 @@ from asz.adapters.provider_ledger import (
     State,
 )
 from asz.adapters.provider_source import (
-    NotReadable,
     SourceFile,
     TooLarge,
     list_sources,
@@ -48,6 +47,7 @@ from asz.adapters.provider_source import (
 )
 from asz.adapters.provider_state import QUIET_NS, ProviderState, look_again, marks_of
 from asz.adapters.session_filter import SessionJudge, Verdict
+from asz.adapters.source_files import NotReadable
 from asz.bodykeys import is_session_id, keys_of, read_keys
 from asz.config import Config
 from asz.store import BODY_KIND

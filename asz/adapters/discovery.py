@@ -259,7 +259,7 @@ def _complete_lines(path: Path, limit: int | None) -> Iterator[bytes]:
         os.close(fd)
 
 
-def _line_object(line: bytes) -> dict | None:
+def _line_object(line: bytes) -> dict[str, object] | None:
     try:
         value = orjson.loads(line)
     except orjson.JSONDecodeError:

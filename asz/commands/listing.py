@@ -14,11 +14,12 @@ import fnmatch
 import re
 import sys
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from asz.commands.args import SINCE_HELP, open_root, parse_since
+from asz.commands.exits import EXIT_USAGE
 
 if TYPE_CHECKING:
     from asz.config import Config
@@ -106,6 +107,14 @@ def say_none_listed(config: Config, args: argparse.Namespace) -> None:
     print(f"asz: {said} under {config.location}", file=sys.stderr)
 
 
+def listing_exit(listed: Listed, args: argparse.Namespace, problems: int) -> int:
+    """A listing's exit code: EXIT_USAGE when ``--project`` or ``--since`` picked no session
+    (what was asked for is not there, which a script must tell from an empty answer), else
+    ``problems``, the code of what it met reading. An empty root is no such case: every
+    session of it is listed."""
+    return EXIT_USAGE if filtering(args) and not listed.shown else problems
+
+
 def project_shown(project: str | None) -> str:
     """The project as a person reads it: ``~`` for this user's home, ``-`` when unknown."""
     if project is None:
@@ -116,8 +125,33 @@ def project_shown(project: str | None) -> str:
     return project
 
 
+def path_shortened(path: str, width: int) -> str:
+    """A path made to fit ``width`` from the left, whole names kept (``…/src/harborview``),
+    since its last names say which project it is; its last name alone when no more fits."""
+    from rich.cells import cell_len
+
+    names = path.split("/")
+    if cell_len(path) <= width or len(names) < 2:
+        return path
+    for keep in range(len(names) - 1, 0, -1):
+        shown = "…/" + "/".join(names[-keep:])
+        if cell_len(shown) <= width:
+            return shown
+    return shown
+
+
+FIRST = "FIRST (UTC)"
+LAST = "LAST (UTC)"
+"""The headers over the times :func:`when_shown` gives: every time a command prints is in UTC
+(the view's timeline and the per-day totals too), and every header that shows one says so."""
+
+
 def when_shown(moment: str | None) -> str:
-    """A time in this machine's zone, to the minute; ``-`` when unknown."""
+    """A time in UTC, to the minute; ``-`` when unknown. One zone for every command, so that
+    a time read in one listing is found as it is in another, and the same on every machine."""
     if moment is None:
         return "-"
-    return datetime.fromisoformat(moment).astimezone().strftime("%Y-%m-%d %H:%M")
+    parsed = datetime.fromisoformat(moment)
+    if parsed.tzinfo is None:  # Claude Code writes its times in UTC
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC).strftime("%Y-%m-%d %H:%M")

@@ -14,8 +14,12 @@ import re
 from typing import TYPE_CHECKING
 
 from asz.commands.listing import (
+    FIRST,
+    LAST,
     add_filters,
     list_sessions,
+    listing_exit,
+    path_shortened,
     project_shown,
     say_none_listed,
     when_shown,
@@ -51,7 +55,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         _print_table(listed.shown, unique_prefixes(listed.ids))
     else:
         say_none_listed(config, args)
-    return report_problems(listed.problems)
+    return listing_exit(listed, args, report_problems(listed.problems))
 
 
 def _print_table(shown: list[SessionSummary], prefixes: dict[str, str]) -> None:
@@ -61,10 +65,10 @@ def _print_table(shown: list[SessionSummary], prefixes: dict[str, str]) -> None:
     # On a narrow terminal the least wanted go first: lines, bodies, the first activity...
     columns = [
         Column("SESSION"),
-        Column("PROJECT", wraps=True, drop=2),
-        Column("FIRST", drop=7),
-        Column("LAST", drop=1),
-        Column("MODELS", wraps=True, drop=4),
+        Column("PROJECT", drop=2, shorten=path_shortened),
+        Column(FIRST, drop=7),
+        Column(LAST, drop=1),
+        Column("MODELS", drop=4, shorten=_families),
         Column("CALLS", numeric=True, drop=3),
         Column("BODIES", numeric=True, drop=8),
         Column("LINES", numeric=True, drop=9),
@@ -85,3 +89,20 @@ def _print_table(shown: list[SessionSummary], prefixes: dict[str, str]) -> None:
         for summary in shown
     ]
     print_table(columns, rows)
+
+
+def _families(models: str, width: int) -> str:
+    """The models cell made to fit ``width``: each model as its family (``opus, haiku``),
+    which is what tells sessions apart at a glance; a model of none of them as it is."""
+    from rich.cells import cell_len
+
+    from asz.view.families import model_family
+
+    if cell_len(models) <= width:
+        return models
+    named = [model_family(model) for model in models.split(", ")]
+    shown = [
+        family if family != "other" else model
+        for family, model in zip(named, models.split(", "), strict=True)
+    ]
+    return ", ".join(dict.fromkeys(shown))

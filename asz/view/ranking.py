@@ -2,11 +2,13 @@
 the same sums per project and per day.
 
 A person asking "where did the cache cost me" wants the worst session first, not a report to
-open per session. A session's figures are its report's ``totals`` unchanged, so the ranking
-and ``asz cache SESSION`` never disagree. A project's and a day's are summed from the
-reports' call rows, each call on the UTC date of its ``time`` (a session running past
-midnight counts on both days), so the groups add up to the sessions they hold. See
-``docs/view.md``.
+open per session, and then what kind of change cost the most. A session's figures are its
+report's ``totals`` unchanged, so the ranking and ``asz cache SESSION`` never disagree. A
+project's, a day's and a cause's are summed from the reports' call rows, each call on the UTC
+date of its ``time`` (a session running past midnight counts on both days) and under the
+cause of its request (``no_request`` where none landed), so the groups add up to the sessions
+they hold. A request joined to no call (a side request: a session's title, a compaction
+summary) carries no usage, so it is in no group. See ``docs/view.md``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from asz.store import SessionSummary
 from asz.view.prices import DIGITS
+from asz.view.spend import NO_REQUEST
 
 
 @dataclass(slots=True)
@@ -85,6 +88,7 @@ class Ranking:
         self._sessions: list[dict[str, Any]] = []
         self._projects: dict[str | None, _Tally] = {}
         self._days: dict[str | None, _Tally] = {}
+        self._causes: dict[str, _Tally] = {}
         self._all = _Tally()
         self._unpriced: set[str] = set()
 
@@ -120,7 +124,8 @@ class Ranking:
         project.sessions.add(summary.id)  # a session with no call is still the project's
         for row in calls:
             day = self._days.setdefault(utc_day(row["time"]), _Tally())
-            for tally in (project, day, self._all):
+            cause = self._causes.setdefault(cause_of(row), _Tally())
+            for tally in (project, day, cause, self._all):
                 tally.add(summary.id, row)
 
     def sessions(self) -> list[dict[str, Any]]:
@@ -138,6 +143,11 @@ class Ranking:
         found.sort(key=lambda entry: entry["day"] or "", reverse=True)
         return sorted(found, key=lambda entry: entry["day"] is None)
 
+    def causes(self) -> list[dict[str, Any]]:
+        """Per cause of the calls' requests, most waste first: what kind of change cost the
+        most, over every session added."""
+        return _by_cause(self._causes)
+
     def total(self) -> dict[str, Any]:
         """Every added session's calls in one sum, with the models no price was found for;
         ``sessions`` counts every session added, with calls or not."""
@@ -146,6 +156,29 @@ class Ranking:
             "sessions": len(self._sessions),
             "unpriced_models": sorted(self._unpriced),
         }
+
+
+def calls_by_cause(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """One report's calls summed per cause, most waste first, as :meth:`Ranking.causes` sums
+    them: each cause with its calls, breaks, tokens and dollars, so that a cause is read with
+    what it cost. A request joined to no call is in none: it carries no usage."""
+    causes: dict[str, _Tally] = {}
+    for row in report["rows"]:
+        if row["message_id"] is not None:
+            causes.setdefault(cause_of(row), _Tally()).add(report["session"], row)
+    return _by_cause(causes)
+
+
+def cause_of(row: dict[str, Any]) -> str:
+    """The cause a call row is summed under: its request's, or ``no_request`` when its
+    request did not land (the usage says whether it broke, not why), as the service's
+    counters count it."""
+    cause: str | None = row["cause"]
+    return cause or NO_REQUEST
+
+
+def _by_cause(causes: dict[str, _Tally]) -> list[dict[str, Any]]:
+    return _most_waste_first([{"cause": name, **tally.as_dict()} for name, tally in causes.items()])
 
 
 def _most_waste_first(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
