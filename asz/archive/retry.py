@@ -31,9 +31,10 @@ BREAKER = 6
 """Requests in a row that met no answer, with none answered between them, that end a push:
 enough that a reset here and there never does, few enough that an endpoint that is gone ends
 the push within seconds rather than after every file has failed alone."""
-_UNANSWERED_PAUSE_STEPS = 2
-"""An unanswered request pauses as the second failure in a row would, never longer: the
-breaker, not a long wait, is what gives up on an endpoint that is gone."""
+_UNANSWERED_PAUSE_STEPS = 1
+"""An unanswered request pauses as a first failure would, never longer (0.25 to 0.5 s by
+default): the breaker, not a long wait, is what gives up on an endpoint that is gone, and it
+does so within a few seconds even when one request at a time meets it."""
 
 T = TypeVar("T")
 
