@@ -48,6 +48,13 @@ def session_report(session: Session, prices: PriceTable, *, keep: bool = True) -
     return reported(session, prices, keep=keep).report
 
 
+def kept_report(session: Session) -> dict[str, Any] | None:
+    """The report kept for the session, whatever it was made from, or None; never builds
+    one (``asz statusline`` takes the causes from it and may not wait for a build)."""
+    value = _read_kept(session)
+    return value["report"] if value is not None else None
+
+
 def reported(session: Session, prices: PriceTable, *, keep: bool = True) -> Reported:
     """The session's report and the one kept before it, the kept file read once."""
     value = _read_kept(session)

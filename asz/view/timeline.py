@@ -82,9 +82,9 @@ def _session(view: dict[str, Any], width: int, zone: Zone) -> list[str]:
         )
     fields = [
         # A path is one piece, spaces and all, so that it is never broken over two lines.
-        ("project", _listed([_shown(place) for place in places]) or ["unknown"]),
+        ("project", _listed([escaped(place) for place in places]) or ["unknown"]),
         ("time", _pieces(_span(session["first_time"], session["last_time"], zone))),
-        ("models", _pieces(", ".join(_shown(model) for model in session["models"]) or "none")),
+        ("models", _pieces(", ".join(escaped(model) for model in session["models"]) or "none")),
         ("calls", _pieces(calls)),
         ("landed", _pieces(landed)),
         ("joined", _pieces(joined)),
@@ -111,7 +111,7 @@ def _streams(view: dict[str, Any], width: int, zone: Zone) -> list[str]:
     numbers = {call["message_id"]: call["n"] for call in view["calls"]}
     rows = [
         [
-            _shown(stream["id"]),
+            escaped(stream["id"]),
             count(stream["calls"], "call"),
             count(stream["lines"], "line"),
             _span_short(stream["first_time"], stream["last_time"], zone),
@@ -128,10 +128,10 @@ def _streams(view: dict[str, Any], width: int, zone: Zone) -> list[str]:
             notes.append(
                 f"started by call {n}"
                 if n is not None
-                else f"started in {_shown(started['stream'])}"
+                else f"started in {escaped(started['stream'])}"
             )
         if stream["gap"] is not None:
-            notes.append(f"has a gap: {_shown(stream['gap'])}")
+            notes.append(f"has a gap: {escaped(stream['gap'])}")
         line = f"{_INDENT}{_row(row, widths, {1, 2})}".rstrip()
         if len(line) > width:
             # Too narrow for the columns: the stream's id, then what it says, as prose.
@@ -261,7 +261,7 @@ def _compaction(aligned: str, item: _Item, width: int, under: str) -> list[str]:
 def _call_item(call: dict[str, Any], order: int, bodies: bool, zone: Zone) -> _Item:
     """A call; ``bodies``: the session has landed bodies, so a call without one says so."""
     usage = call["usage"] if isinstance(call["usage"], dict) else None
-    details = [(_shown(body["role"]), [_shown(body["id"])]) for body in call["provider_bodies"]]
+    details = [(escaped(body["role"]), [escaped(body["id"])]) for body in call["provider_bodies"]]
     if call["synthetic"]:
         details.append(("synthetic", _pieces("written by Claude Code, never sent")))
     elif bodies and not details:
@@ -269,7 +269,7 @@ def _call_item(call: dict[str, Any], order: int, bodies: bool, zone: Zone) -> _I
     cells = [
         str(call["n"]),
         _clock(call["time"], zone),
-        _shown(call["stream"]),
+        escaped(call["stream"]),
         _maybe(call["model"]),
         _maybe(call["stop_reason"]),
     ]
@@ -278,11 +278,11 @@ def _call_item(call: dict[str, Any], order: int, bodies: bool, zone: Zone) -> _I
 
 
 def _epoch_item(epoch: dict[str, Any], order: int, zone: Zone) -> _Item:
-    said = [] if epoch["trigger"] is None else [_shown(epoch["trigger"])]
+    said = [] if epoch["trigger"] is None else [escaped(epoch["trigger"])]
     if isinstance(epoch["pre_tokens"], int):
         said.append(f"{epoch['pre_tokens']:,} tokens before")
     text = f"compaction ({', '.join(said)})" if said else "compaction"
-    cells = ["", _clock(epoch["time"], zone), _shown(epoch["stream"])]
+    cells = ["", _clock(epoch["time"], zone), escaped(epoch["stream"])]
     return _Item(_when(epoch["time"]), order, cells, None, text=text)
 
 
@@ -295,8 +295,8 @@ def _unjoined(view: dict[str, Any], width: int) -> list[str]:
         return []
     lines = [f"bodies joined to no call ({len(unjoined)})"]
     for body in unjoined:
-        lines.append(f"{_INDENT}{_shown(body['id'])}")
-        why = f"{_shown(body['reason'])}: {_shown(body['detail'])}"
+        lines.append(f"{_INDENT}{escaped(body['id'])}")
+        why = f"{escaped(body['reason'])}: {escaped(body['detail'])}"
         lines += _pack(_INDENT * 3, _pieces(why), width, _INDENT * 3)
     return lines
 
@@ -358,14 +358,14 @@ def _row(cells: list[str], widths: list[int], numbers: set[int]) -> str:
 # -- values -------------------------------------------------------------------------------
 
 
-def _shown(value: object) -> str:
+def escaped(value: object) -> str:
     """A value from Claude Code's files, with control characters escaped."""
     text = value if isinstance(value, str) else str(value)
     return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
 
 
 def _maybe(value: object) -> str:
-    return "-" if value is None else _shown(value)
+    return "-" if value is None else escaped(value)
 
 
 def _number(value: object) -> str:
