@@ -157,34 +157,33 @@ def test_every_break_of_a_long_session_keeps_a_mark_that_can_be_seen_and_clicked
     root = land(tmp_path, claude)
     session = expected["sessions"][0]["id"]
     with serving(root, tmp_path / "home") as served:
-        page = browser.new_page(viewport={"width": 1280, "height": 800})
-        page.goto(f"{served.base}/sessions/{session}")
-        broke = {
-            str(link.get_attribute("href"))
-            for link in page.locator("#timeline tr.broke a.call-link").all()
-        }
-        page.goto(f"{served.base}/sessions/{session}?page=2")
-        broke |= {
-            str(link.get_attribute("href"))
-            for link in page.locator("#timeline tr.broke a.call-link").all()
-        }
-        marks = page.locator("svg.chart a.break-mark")
-        assert broke and {str(m.get_attribute("href")) for m in marks.all()} == broke
-        for n in range(marks.count()):
-            box = marks.nth(n).locator("rect").bounding_box()
-            assert box is not None and box["width"] >= 3 and box["height"] >= 3, box
-            hit = page.evaluate(
-                "([x, y]) => document.elementFromPoint(x, y).closest('a').getAttribute('href')",
-                [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2],
-            )
-            assert hit == marks.nth(n).get_attribute("href")
-        bars = page.locator("svg.chart a.bar rect.read")
-        widths = [bars.nth(n).bounding_box()["width"] for n in range(bars.count())]  # type: ignore[index]
-        assert min(widths) >= 3, min(widths)
-        target = str(marks.first.get_attribute("href"))
-        marks.first.locator("rect").click()
-        expect(page).to_have_url(served.base + target)
-        page.close()
+        for width in (1280, 390):  # a laptop, a phone
+            page = browser.new_page(viewport={"width": width, "height": 800})
+            broke: set[str] = set()
+            for number in (2, 1):
+                page.goto(f"{served.base}/sessions/{session}?page={number}")
+                links = page.locator("#timeline tr.broke a.call-link").all()
+                broke |= {str(link.get_attribute("href")) for link in links}
+            marks = page.locator("svg.chart a.break-mark")
+            assert broke and {str(m.get_attribute("href")) for m in marks.all()} == broke
+            for n in range(marks.count()):
+                rect = marks.nth(n).locator("rect")
+                rect.scroll_into_view_if_needed()
+                box = rect.bounding_box()
+                assert box is not None and box["width"] >= 3 and box["height"] >= 3, (width, box)
+                hit = page.evaluate(
+                    "([x, y]) => document.elementFromPoint(x, y).closest('a').getAttribute('href')",
+                    [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2],
+                )
+                assert hit == marks.nth(n).get_attribute("href"), width
+            bars = page.locator("svg.chart a.bar rect.read")
+            widths = [bars.nth(n).bounding_box()["width"] for n in range(bars.count())]  # type: ignore[index]
+            assert min(widths) >= 3, (width, min(widths))
+            assert page.evaluate("document.documentElement.scrollWidth") <= width
+            target = str(marks.first.get_attribute("href"))
+            marks.first.locator("rect").click()
+            expect(page).to_have_url(served.base + target)
+            page.close()
 
 
 def test_signing_in_by_a_crafted_link_leaves_the_browser_on_this_server(

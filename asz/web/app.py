@@ -1,4 +1,5 @@
-"""The application: the four stable URLs, the static files, the 404 page, behind the guard.
+"""The application: the five stable URLs, the static files, the 404 and 400 pages, behind the
+guard.
 
 Starlette is the framework: it is built on anyio (as asz is), small, typed, and gives
 routing, static files and error handlers without imposing anything else. Jinja2 renders the

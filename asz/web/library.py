@@ -120,7 +120,7 @@ class Library:
                 Listed(
                     self.summary(session, mark),
                     self._kept(
-                        self._small, "totals", session, mark, partial(self._totals, session)
+                        self._small, "totals", session, mark, partial(self._totals, session, mark)
                     ),
                     self._kept(
                         self._small, "prompts", session, mark, partial(session_prompts, session)
@@ -136,8 +136,8 @@ class Library:
         with self._using(session):
             return self._kept(self._small, "summary", session, mark, session.summary)
 
-    def _totals(self, session: Session) -> dict[str, Any]:
-        totals: dict[str, Any] = self.report(session)["totals"]
+    def _totals(self, session: Session, mark: str) -> dict[str, Any]:
+        totals: dict[str, Any] = self.report(session, mark)["totals"]
         return totals
 
     def view(self, session: Session) -> dict[str, Any]:
@@ -147,15 +147,16 @@ class Library:
                 self._large, "view", session, session.landed_mark(), lambda: build_view(session)
             )
 
-    def report(self, session: Session) -> dict[str, Any]:
+    def report(self, session: Session, mark: str | None = None) -> dict[str, Any]:
         """The session's cache report (``asz cache SESSION --json``): the root's kept one
-        while it holds, else built; never kept in the root."""
+        while it holds, else built; never kept in the root. ``mark``: its landed mark, when
+        known (the list knows it for every session, and each costs a listing)."""
         with self._using(session):
             return self._kept(
                 self._large,
                 "report",
                 session,
-                session.landed_mark(),
+                session.landed_mark() if mark is None else mark,
                 lambda: session_report(session, self.prices, keep=False),
             )
 

@@ -142,12 +142,10 @@ def _found(entry: Listed, prompt: Prompt, at: int, length: int) -> Found:
 
 
 def _date(name: str, text: str) -> str:
+    """The day as the filters compare it (``YYYY-MM-DD``); none for an empty field."""
     if not text:
         return ""
     try:
-        day = date.fromisoformat(text)
+        return date.fromisoformat(text).isoformat()
     except ValueError:
-        day = None
-    if day is None:
-        raise BadQuery(f"{name}={text!r} is not a day: YYYY-MM-DD, such as 2026-09-18")
-    return day.isoformat()
+        raise BadQuery(f"{name}={text!r} is not a day: YYYY-MM-DD, such as 2026-09-18") from None

@@ -1,5 +1,6 @@
-"""The four pages and the 404 page: each reads what it shows through the library, in a
-worker thread, and renders its template there too (a 200 KB request is a large page).
+"""The pages (the list, a session, a call, a body's bytes and a body's page) and the 404 and
+400 pages: each reads what it shows through the library, in a worker thread, and renders its
+template there too (a 200 KB request is a large page).
 
 Every id in a URL is checked before it is used: a session id must be in Claude Code's UUID
 form and landed, a message id one of the session's calls, a record id one of its bodies.
@@ -26,6 +27,7 @@ from asz.web.listing import MAX_FOUND, choice_of, chosen, found_prompts
 from asz.web.pagination import page_items, page_of
 from asz.web.request import PAGE_TEXT, pretty, request_parts
 from asz.web.timeline import CallRow, Timeline
+from asz.words import count
 
 SESSIONS_PER_PAGE = 100
 ROWS_PER_PAGE = 200
@@ -179,7 +181,7 @@ class Pages:
 
     async def body_page(self, request: Request) -> Response:
         """A body as a page: what it is, the call it joined (or why none), links back, and
-        its text folded like a call page's, beside the link to its exact bytes."""
+        its text (the first ``PAGE_TEXT`` characters), beside the link to its exact bytes."""
         session_id = request.path_params["session"]
         record_id = request.path_params["record_id"]
 
@@ -224,10 +226,8 @@ class Pages:
 
 def _counted(calls: int, compactions: int) -> str:
     """What a session's rows are: its calls and its compactions."""
-    said = f"{calls:,} call{'' if calls == 1 else 's'}"
-    if compactions:
-        said += f", {compactions:,} compaction{'' if compactions == 1 else 's'}"
-    return said
+    said = count(calls, "call")
+    return f"{said}, {count(compactions, 'compaction')}" if compactions else said
 
 
 def _call_of(view: dict[str, Any], in_time: Timeline, record_id: str) -> CallRow | None:
