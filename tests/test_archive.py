@@ -7,14 +7,13 @@ must say exactly what it says over the local root.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
 
 import orjson
 import pytest
-from archive_roots import Machine, landed_keys
+from archive_roots import Machine, bucket_prefix, landed_keys
 from s3server import BUCKET, S3Server, another_server, proxied
 from serving import serving
 from test_store_api import run_example
@@ -32,9 +31,8 @@ def landed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Machine, dict]:
 
 
 @pytest.fixture
-def prefix(request: pytest.FixtureRequest) -> str:
-    """The test's own prefix in the bucket, so that tests sharing the server share nothing."""
-    return "t-" + hashlib.sha256(request.node.name.encode()).hexdigest()[:10]
+def prefix(tmp_path: Path) -> str:
+    return bucket_prefix(tmp_path)
 
 
 def test_push_sends_every_landed_file_once_and_nothing_derived(

@@ -9,13 +9,12 @@ these: they are retried, and the workers pause together.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import socket
 from pathlib import Path
 
 import pytest
-from archive_roots import Machine, landed_keys
+from archive_roots import Machine, bucket_prefix, landed_keys
 from s3server import BUCKET, CREDENTIALS, FaultProxy, S3Server, archive_config, proxied
 
 from asz.archive.retry import BREAKER
@@ -27,10 +26,6 @@ def machine(tmp_path_factory: pytest.TempPathFactory) -> Machine:
     landed = Machine(tmp_path_factory.mktemp("laptop"))
     landed.land(SynthOptions(seed=5, sessions=4, index=True))
     return landed
-
-
-def _prefix(tmp_path: Path) -> str:
-    return "p-" + hashlib.sha256(str(tmp_path).encode()).hexdigest()[:10]
 
 
 def _one_line(done: object, *needles: str) -> str:
@@ -70,10 +65,10 @@ def test_refused_credentials_end_the_push_at_once(
         return f"error:{code}:403"
 
     with proxied(s3, fault) as proxy:
-        done = machine.push(machine.configure(proxy.endpoint, _prefix(tmp_path)), "--json")
+        done = machine.push(machine.configure(proxy.endpoint, bucket_prefix(tmp_path)), "--json")
         _one_line(done, code)
         assert len(proxy.seen) == 1, proxy.seen
-    assert s3.objects(_prefix(tmp_path) + "/") == {}
+    assert s3.objects(bucket_prefix(tmp_path) + "/") == {}
 
 
 def test_credentials_that_may_read_but_not_write_end_the_push_at_its_first_put(
@@ -83,7 +78,7 @@ def test_credentials_that_may_read_but_not_write_end_the_push_at_its_first_put(
         return "error:AccessDenied:403" if method == "PUT" else ""
 
     with proxied(s3, fault) as proxy:
-        config = machine.configure(proxy.endpoint, _prefix(tmp_path), workers=8)
+        config = machine.configure(proxy.endpoint, bucket_prefix(tmp_path), workers=8)
         done = machine.push(config, "--json")
         _one_line(done, "AccessDenied")
         assert proxy.requests("PUT") <= 8  # the ones already in flight, then none
@@ -99,7 +94,7 @@ def test_an_endpoint_nothing_listens_on_ends_the_push_after_the_breaker(
     machine: Machine, tmp_path: Path
 ) -> None:
     port = _closed_port()
-    config = machine.configure(f"http://127.0.0.1:{port}", _prefix(tmp_path), workers=8)
+    config = machine.configure(f"http://127.0.0.1:{port}", bucket_prefix(tmp_path), workers=8)
     done = machine.push(config, "--json")
     _one_line(done, f"connection refused to 127.0.0.1:{port}")
     counts = json.loads(done.stdout)
@@ -108,7 +103,7 @@ def test_an_endpoint_nothing_listens_on_ends_the_push_after_the_breaker(
 
 def test_no_credentials_says_where_asz_looked(machine: Machine, tmp_path: Path) -> None:
     port = _closed_port()
-    config = machine.configure(f"http://127.0.0.1:{_closed_port()}", _prefix(tmp_path))
+    config = machine.configure(f"http://127.0.0.1:{_closed_port()}", bucket_prefix(tmp_path))
     env = {k: v for k, v in machine.env().items() if k not in CREDENTIALS}
     # The instance metadata endpoint, the chain's last resort, moved where nothing answers.
     env |= {"AWS_METADATA_ENDPOINT": f"http://127.0.0.1:{port}", "AWS_REGION": "us-east-1"}
@@ -120,7 +115,7 @@ def test_no_credentials_says_where_asz_looked(machine: Machine, tmp_path: Path) 
 def test_the_server_gone_midway_stops_after_the_breaker_and_the_next_push_resumes(
     s3: S3Server, machine: Machine, tmp_path: Path
 ) -> None:
-    prefix = _prefix(tmp_path)
+    prefix = bucket_prefix(tmp_path)
     want = landed_keys(machine.store(), prefix)
     holder: list[FaultProxy] = []
 
@@ -151,7 +146,7 @@ def test_throttling_pauses_every_worker_together(
 ) -> None:
     """One worker meets SlowDown: every worker waits (at least half the first backoff, 0.4 s
     here) before its next request, rather than the other seven going on at full speed."""
-    prefix = _prefix(tmp_path)
+    prefix = bucket_prefix(tmp_path)
 
     def fault(method: str, key: str, n: int) -> str:
         return "503" if method == "PUT" and n == 5 else ""

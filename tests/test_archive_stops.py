@@ -7,7 +7,6 @@ record, and the next push sends nothing twice (an abandoned one is looked for fi
 
 from __future__ import annotations
 
-import hashlib
 import json
 import signal
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from archive_roots import Machine, landed_keys
+from archive_roots import Machine, bucket_prefix, landed_keys
 from conftest import asz_executable
 from harness import Capture, Workspace, running, wait_for
 from s3server import CREDENTIALS, FaultProxy, S3Server, archive_config, proxied
@@ -34,10 +33,6 @@ def machine(tmp_path_factory: pytest.TempPathFactory) -> Machine:
     landed = Machine(tmp_path_factory.mktemp("laptop"))
     landed.land(SynthOptions(seed=9, sessions=6, index=True))
     return landed
-
-
-def _prefix(tmp_path: Path) -> str:
-    return "s-" + hashlib.sha256(str(tmp_path).encode()).hexdigest()[:10]
 
 
 def _record(root: Path) -> tuple[set[str], set[str]]:
@@ -72,20 +67,24 @@ def _the_next_push_completes(
     assert set(proxy.puts(200).values()) == {1}  # nothing sent twice
 
 
+def _started_push(machine: Machine, config: Path, output: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [*asz_executable(), "push", "--root", str(machine.root), "--config", str(config)],
+        env=machine.env(),
+        stdout=output,
+        stderr=output,
+    )
+
+
 def test_ctrl_c_on_asz_push_ends_it_at_once_and_records_what_went(
     s3: S3Server, machine: Machine, tmp_path: Path
 ) -> None:
-    prefix = _prefix(tmp_path)
+    prefix = bucket_prefix(tmp_path)
     want = landed_keys(machine.store(), prefix)
     with proxied(s3) as proxy:
         _slow(proxy)
         config = machine.configure(proxy.endpoint, prefix, workers=2)
-        push = subprocess.Popen(
-            [*asz_executable(), "push", "--root", str(machine.root), "--config", str(config)],
-            env=machine.env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
+        push = _started_push(machine, config, subprocess.PIPE)
         with running(push):
             wait_for(lambda: _files_put(proxy) >= 3, what="a push under way")
             push.send_signal(signal.SIGINT)
@@ -108,7 +107,7 @@ def test_ctrl_c_on_asz_push_ends_it_at_once_and_records_what_went(
 
 
 def test_the_service_stopping_mid_push_ends_within_seconds(s3: S3Server, tmp_path: Path) -> None:
-    prefix = _prefix(tmp_path)
+    prefix = bucket_prefix(tmp_path)
     ws = Workspace(tmp_path)
     Capture.make(ws.claude, sessions=6)
     env = {**CREDENTIALS, "XDG_CACHE_HOME": str(tmp_path / "cache")}
@@ -142,17 +141,12 @@ def test_a_killed_push_resumes_looking_only_for_what_was_in_flight(
 ) -> None:
     """A path is recorded as tried once it is sent: after a kill, the next push asks the
     bucket (HEAD) only about the uploads in flight at the kill, not about all that was left."""
-    prefix = _prefix(tmp_path)
+    prefix = bucket_prefix(tmp_path)
     want = landed_keys(machine.store(), prefix)
     with proxied(s3) as proxy:
         _slow(proxy)
         config = machine.configure(proxy.endpoint, prefix, workers=2)
-        push = subprocess.Popen(
-            [*asz_executable(), "push", "--root", str(machine.root), "--config", str(config)],
-            env=machine.env(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        push = _started_push(machine, config, subprocess.DEVNULL)
         with running(push):
             wait_for(lambda: _files_put(proxy) >= 3, what="a push under way")
             push.kill()
