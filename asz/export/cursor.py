@@ -7,7 +7,7 @@ A cursor is derived state like the others under ``_state/``: written whole
 (``replace_derived``, 0600, atomic) after each batch the endpoint took, so a crash or a stop
 between a batch and its cursor sends that batch again, and nothing else. Span ids are digests
 of the session and message ids, so a span sent again is the same span, which backends that
-key spans by id (Phoenix, Jaeger) keep once. An endpoint has cursors of its own: pointing the
+key spans by id (Phoenix) keep once. An endpoint has cursors of its own: pointing the
 export at another one sends everything there.
 
 One export per root runs at a time (:func:`export_lock`), the service's or a command's, so two
