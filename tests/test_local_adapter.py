@@ -780,5 +780,5 @@ def test_facts_read_only_some_lines_yet_match_reading_every_line(
     calls, cwds = naive_facts(lines)
     assert builder.facts.calls == calls
     assert builder.facts.cwds == cwds
-    restored = FactsBuilder.from_bytes(SESSION, builder.to_bytes())
+    restored = FactsBuilder.from_value(SESSION, builder.to_value())
     assert restored is not None and restored.facts == builder.facts

@@ -7,9 +7,7 @@ checked in one way, and a damaged one is skipped the same way everywhere: it bec
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import hashlib
 import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -21,6 +19,7 @@ from asz.bodykeys import BodyKeys
 from asz.progress import Progress, Silent
 from asz.store.bodyparts import BodyParts
 from asz.store.bodyreader import BodyReader
+from asz.store.derived import Kept, landed_mark, mark_of, stamp_of
 from asz.store.errors import (
     BodyNotFound,
     DamagedTranscript,
@@ -42,10 +41,10 @@ from asz.store.layout import (
 )
 from asz.store.manifest import ROLES
 from asz.store.manifest_index import (
+    MANIFESTS,
     IndexedFile,
     decode_index,
     encode_index,
-    index_path,
     pieces_named,
 )
 from asz.store.resolve import bodies_starting, body_text, only
@@ -94,9 +93,14 @@ class IndexLine:
 class Session:
     """A landed session of a store (see the module)."""
 
-    def __init__(self, store: Store, session_id: str) -> None:
+    def __init__(self, store: Store, session_id: str, *, trusts_derived: bool = True) -> None:
         self.store = store
         self.id = session_id
+        self.trusts_derived = trusts_derived
+        """Whether derived files that hold are taken; without, everything is made again from
+        the landed files (and kept), as ``asz verify`` does to check what was kept."""
+        self.made: dict[str, Kept] = {}
+        """Derived files this session made, by path, and what they hold."""
         self.problems: list[Problem] = []
         self.progress: Progress = Silent()
         """Told of every landed file read (a verify shows it on a terminal)."""
@@ -121,6 +125,9 @@ class Session:
 
     def landed(self, kind: str | None = None) -> list[LandedName]:
         """The session's landed files of ``kind`` (every kind when None), in sequence order."""
+        return self._listed(kind)
+
+    def _listed(self, kind: str | None) -> list[LandedName]:
         found: list[LandedName] = []
         if kind in (None, BODY_KIND):
             found += self.landed_in(bodies_dir(self.id))
@@ -131,21 +138,14 @@ class Session:
                 found += self.landed_in(directory)
         return sorted(name for name in found if kind is None or name.kind == kind)
 
-    def landed_mark(self) -> str:
-        """What the session's landed files are: their count and a digest of every path and
-        size in sequence order. Landed files never change once published, so a result derived
-        from them holds while the mark is the same (the summary and the kept cache report);
-        the sizes make a file damaged in place (cut short, say) read again, and its problem
-        said, rather than hidden behind what was derived before."""
-        landed = self.landed()
-        digest = hashlib.sha256()
-        for name in landed:
-            try:
-                size = self.store.backend.size(name.path)
-            except OSError:  # gone since it was listed: the mark is of no state that lasts
-                size = -1
-            digest.update(f"{name.path} {size}\n".encode())
-        return f"{len(landed)}:{digest.hexdigest()}"
+    def landed_mark(self, names: Iterable[LandedName] | None = None) -> str:
+        """What the session's landed files (those of ``names``, when given) are: their count
+        and a digest of every path and stamp in sequence order. Landed files never change once
+        published, so a result derived from them holds while the mark is the same; a file
+        rewritten in any way (cut short, or changed in place at the same size) changes its
+        stamp, so it is read again and its problem said, rather than hidden behind what was
+        derived before (``asz.store.derived``)."""
+        return landed_mark(self.store.backend, self.landed() if names is None else names)
 
     def landed_bytes(self, kind: str | None = None) -> int:
         """The bytes on disk of the session's landed files of ``kind`` (every kind when None)."""
@@ -188,13 +188,13 @@ class Session:
         if self._manifests is None:
             self._manifests = {}
             backend = self.store.backend
-            try:
-                kept = decode_index(self.id, backend.read(index_path(self.id), MAX_CONTENT_BYTES))
-            except OSError:
-                kept = {}
+            found = MANIFESTS.read(self) if self.trusts_derived else None
+            kept = {} if found is None else decode_index(found.value)
             files: dict[str, IndexedFile] = {}
-            for name in self.landed(BODY_KIND):
-                entry = self._indexed(name, kept.get(name.name))
+            names = self.landed(BODY_KIND)
+            stamps = [stamp_of(backend, name.path) for name in names]
+            for name, stamp in zip(names, stamps, strict=True):
+                entry = self._indexed(name, stamp, kept.get(name.name))
                 if entry is None:
                     continue
                 files[name.name] = entry
@@ -205,9 +205,8 @@ class Session:
                     self._take_manifest(name, row, meta)
                     self._response_pieces.update(pieces_named(meta))
             if files != kept:
-                # A reader may not be able to write (a read-only root); the manifests hold.
-                with contextlib.suppress(OSError):
-                    backend.replace_derived(index_path(self.id), encode_index(self.id, files))
+                mark = mark_of(zip((name.path for name in names), stamps, strict=True))
+                MANIFESTS.keep(self, mark, encode_index(files))
         return self._manifests
 
     def response_pieces(self) -> set[str]:
@@ -216,14 +215,16 @@ class Session:
         self.manifests()
         return self._response_pieces
 
-    def _indexed(self, name: LandedName, kept: IndexedFile | None) -> IndexedFile | None:
-        """What a body file holds: from the index while the file has the size it had, else
+    def _indexed(
+        self, name: LandedName, stamp: str, kept: IndexedFile | None
+    ) -> IndexedFile | None:
+        """What a body file holds: from the index while the file has the stamp it had, else
         read from the file; None (and a problem) when it does not read."""
-        try:
-            size = self.store.backend.size(name.path)
-        except OSError:
-            size = -1
-        if kept is not None and kept.size == size and all(_is_manifest(m) for _, m in kept.records):
+        if (
+            kept is not None
+            and kept.stamp == stamp
+            and all(_is_manifest(m) for _, m in kept.records)
+        ):
             return kept
         try:
             landed = self.read(name)
@@ -236,7 +237,7 @@ class Session:
                 records.append((record.row, record.meta))
             else:
                 problems.append((record.row, "not a provider body manifest"))
-        return IndexedFile.of(size, records, problems)
+        return IndexedFile.of(stamp, records, problems)
 
     def _take_manifest(self, name: LandedName, row: int, meta: dict[str, Any]) -> None:
         assert self._manifests is not None
