@@ -36,6 +36,7 @@ from asz.store.layout import (
     bodies_dir,
     index_dir,
     parse_landed,
+    session_dir,
     stream_key,
     transcripts_dir,
 )
@@ -58,6 +59,7 @@ from asz.store.streams import (
     windows_of,
 )
 from asz.store.summary import SessionSummary, summarize
+from asz.store.writer import read_seq_file
 
 if TYPE_CHECKING:
     from asz.store.store import Store
@@ -107,6 +109,7 @@ class Session:
         self._manifests: dict[str, BodyManifest] | None = None
         self._response_pieces: set[str] = set()
         self._bodies: BodyReader | None = None
+        self._sequence_checked = False
 
     # -- landed files ----------------------------------------------------------------------
 
@@ -124,8 +127,53 @@ class Session:
         return [f"{base}/{name}" for name in names]
 
     def landed(self, kind: str | None = None) -> list[LandedName]:
-        """The session's landed files of ``kind`` (every kind when None), in sequence order."""
-        return self._listed(kind)
+        """The session's landed files of ``kind`` (every kind when None), in sequence order.
+        The first listing of a session also checks its sequence (:meth:`gaps`), so that every
+        reader says the session is incomplete rather than show it as a shorter whole."""
+        found = self._listed(kind)
+        if not self._sequence_checked:
+            self._sequence_checked = True
+            self.problems += self.gaps(found if kind is None else None)
+        return found
+
+    def gaps(self, listed: list[LandedName] | None = None) -> list[Problem]:
+        """A problem when numbers of the session's sequence have no landed file.
+
+        Every landed file of a session, of any kind, takes the next number of one sequence,
+        and a number is used only by a file that landed (``asz.store.writer``); so the files
+        are numbered 1 to n without a gap, n being at least what the ``seq`` file remembers.
+        A number without its file is a landed file gone (removed, or not yet copied into a
+        bucket a push is filling), unless the file after the gap says it was landed past
+        files lost (``lost`` in its header). A landing under way publishes its files in order
+        but may be listed half way through, so a gap is listed once more before it is said.
+        """
+        highest = read_seq_file(self.store.backend, self.id)
+        every = self._listed(None) if listed is None else listed
+        if not _missing(every, highest):
+            return []
+        every = self._listed(None)
+        missing = [span for span in _missing(every, highest) if not self._landed_past(every, span)]
+        if not missing:
+            return []
+        top = max(highest, every[-1].seq if every else 0)
+        where = self.store.backend.describe(session_dir(self.id))
+        spans = ", ".join(str(a) if a == b else f"{a} to {b}" for a, b in missing)
+        count = sum(b - a + 1 for a, b in missing)
+        said = "a landed file" if count == 1 else f"{count} landed files"
+        why = f"misses {said} of its sequence 1 to {top} (number {spans})"
+        return [Problem(self.id, where, None, f"{why}: the session is incomplete")]
+
+    def _landed_past(self, landed: list[LandedName], span: tuple[int, int]) -> bool:
+        """Whether the file after the missing numbers ``span`` says the collector landed past
+        them, knowing them lost."""
+        after = next((name for name in landed if name.seq > span[1]), None)
+        if after is None:
+            return False
+        for _name, found in self.files([after], problems=[]):
+            lost = found.header.get("lost")
+            if isinstance(lost, list) and len(lost) == 2 and all(type(n) is int for n in lost):
+                return bool(lost[0] <= span[0] and span[1] <= lost[1])
+        return False
 
     def _listed(self, kind: str | None) -> list[LandedName]:
         found: list[LandedName] = []
@@ -403,6 +451,19 @@ class Session:
             if isinstance(value, dict):
                 entries.append(value)
         return entries
+
+
+def _missing(landed: list[LandedName], highest: int) -> list[tuple[int, int]]:
+    """The spans ``(first, last)`` of numbers from 1 to the highest (landed, or ``highest``)
+    that no landed file has."""
+    seqs = sorted({name.seq for name in landed})
+    spans = []
+    expected = 1
+    for seq in [*seqs, max(highest, seqs[-1] if seqs else 0) + 1]:
+        if seq > expected:
+            spans.append((expected, seq - 1))
+        expected = max(expected, seq + 1)
+    return spans
 
 
 def _is_manifest(meta: dict[str, Any]) -> bool:

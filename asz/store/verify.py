@@ -8,6 +8,7 @@ Verification starts from nothing but the files. For each session:
   complete line (an empty window, which keeps an empty source, has none), an append-only
   source's windows follow each other (``asz.store.streams``), a snapshot starts at byte 0;
 - index files: every line has its offset and matches its digest, offsets only grow;
+- the sequence: no number is missing (``Session.gaps``);
 - derived files (the summary, the facts, the manifest index): each is made again from the
   landed files alone, and one that was not whole, or held what the files do not give, is a
   problem (and is replaced by what was made).
@@ -61,6 +62,7 @@ class VerifyReport:
 def verify_session(session: Session, report: VerifyReport) -> None:
     """Checks every landed file of one session into ``report``."""
     report.sessions += 1
+    report.problems += session.gaps()
     _check_bodies(session, report)
     _check_transcripts(session, report)
     _check_index(session, report)
