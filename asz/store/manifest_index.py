@@ -29,7 +29,7 @@ from asz.store.manifest import referenced_pieces
 MANIFESTS = DerivedFile(manifests_path, schema=2, limit=1 << 30)
 """Its mark is of the body files; a reader takes it file by file, each entry holding while its
 file has the stamp the entry names."""
-_FIELDS = ("id", "role", "size", "sha256", "src", "keys")
+_FIELDS = ("id", "role", "size", "sha256", "src", "keys", "why")
 """What of a record's manifest the index keeps: what ``Session.manifests`` reads."""
 REFS = "refs"
 

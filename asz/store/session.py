@@ -78,6 +78,9 @@ class BodyManifest:
     file: str
     seq: int
     row: int
+    why: str | None = None
+    """Why the body landed whole, when it did: what Claude Code wrote is not a JSON object in
+    valid UTF-8 (or was not cut for another reason its manifest gives)."""
 
     @property
     def ref(self) -> dict[str, Any]:
@@ -302,6 +305,7 @@ class Session:
             file=name.name,
             seq=name.seq,
             row=row,
+            why=meta["why"] if isinstance(meta.get("why"), str) else None,
         )
 
     def body_file(self, manifest: BodyManifest) -> LandedName:
