@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from archive_roots import Machine
 from conftest import REPO, RunAsz
-from s3server import BUCKET, S3Server
+from s3server import BUCKET, S3Server, proxied
 
 from asz.store import BODY_KIND, TRANSCRIPT_KIND, LocalBackend, open_store
 from asz.store.atomic import LocalTemp
@@ -369,3 +369,42 @@ def test_a_gap_the_collector_landed_past_knowing_it_is_said_no_more(tmp_path: Pa
     assert store.session(session).gaps() == []
     (tmp_path / "root" / stream_dir(session, "a") / "transcript-00000001.asz").unlink()
     assert "number 1)" in str(store.session(session).gaps())
+
+
+@pytest.mark.slow
+def test_a_session_a_push_left_with_gaps_reads_as_incomplete_until_it_is_whole(
+    s3: S3Server, tmp_path: Path, capture: Path
+) -> None:
+    machine = Machine(tmp_path / "laptop")
+    shutil.copytree(capture, machine.claude)
+    prefix = "i-" + tmp_path.name[-10:]
+    config = machine.configure(s3.endpoint, prefix)
+    config.write_text(config.read_text() + CONFIG)
+    done = machine.asz("collect", "--once", "--root", str(machine.root), "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    (session,) = machine.store().sessions()
+    names = machine.store().session(session).landed(BODY_KIND)
+    held_back = names[len(names) // 2].path
+
+    def fault(method: str, key: str, n: int) -> str:
+        return "reset-before" if method == "PUT" and key.endswith(held_back) else ""
+
+    with proxied(s3, fault) as proxy:
+        stopped = machine.asz(
+            "push",
+            "--root",
+            str(machine.root),
+            "--config",
+            str(machine.configure(proxy.endpoint, prefix, attempts=1)),
+        )
+    assert stopped.returncode == 1
+    assert s3.objects(f"{prefix}/{session}/{BODY_KIND}/"), "the files around it went"
+    remote = machine.configure(s3.endpoint, prefix)
+    config.write_text(remote.read_text() + CONFIG)
+    for command in (["verify"], ["view", session], ["cache", session], ["cache"]):
+        done = machine.read(config, prefix, *command)
+        assert done.returncode == 1, command
+        assert b"the session is incomplete" in done.stderr, command
+    assert machine.push(config).returncode == 0
+    for command in (["verify"], ["view", session], ["cache", session], ["cache"]):
+        assert machine.read(config, prefix, *command).returncode == 0, command
