@@ -1,5 +1,5 @@
 """Lets ``python -m asz`` behave like the ``asz`` console script."""
 
-from asz.commands import main
+from asz.launch import main
 
 raise SystemExit(main())

@@ -83,7 +83,7 @@ class ArchiveConfig:
     attempts: int = 6
     """Tries of one request before it counts as failed (resets, 5xx, throttling)."""
     backoff: float = 0.25
-    """Seconds the first retry waits at most; each next one doubles it, with full jitter."""
+    """Seconds the first retry waits at most; each next one doubles it, with equal jitter."""
     backoff_cap: float = 20.0
     cache_bytes: int = 1024 * 1024 * 1024
     """The bound of the local cache of landed files read from an archive."""
@@ -261,8 +261,10 @@ def load_config(
         merged = replace(merged, root=_absolute(Path(chosen_root)))
     if isinstance(chosen_root, str) and "://" in chosen_root:
         # ``root`` stays the path the text would name, which no command finds a root at, so
-        # a command that reads no archive says so rather than using another root.
-        merged = replace(merged, root_url=_archive_url(chosen_root, where))
+        # a command that reads no archive says so rather than using another root. A bad one
+        # is blamed on where it came from, not on a config file that may not name it.
+        named_by = "--root" if root else "ASZ_ROOT" if env.get("ASZ_ROOT") else where
+        merged = replace(merged, root_url=_archive_url(chosen_root, named_by))
     if merged.archive.url:
         _archive_url(merged.archive.url, where)
     _check_budgets(merged, where)

@@ -13,7 +13,8 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from asz.adapters.claude_code_local import collect_transcripts
-from asz.adapters.claude_code_provider import ProviderState, collect_bodies
+from asz.adapters.claude_code_provider import collect_bodies
+from asz.adapters.provider_state import ProviderState
 from asz.adapters.session_filter import SessionJudge
 from asz.config import Config
 from asz.progress import Progress
@@ -108,7 +109,7 @@ def pass_line(counts: Tally, held: str = "", *, timed: bool = True) -> str:
     else:
         said = f"nothing new: {held}" if held else "nothing new"
     left = [
-        (counts.bodies_waiting, "body", " waiting for their session"),
+        (counts.bodies_waiting, "body", _WAITING),
         (counts.bodies_settling, "body", " still being written"),
         (counts.bodies_unreadable, "unreadable body", ""),
         (counts.bodies_excluded, "body", _FILTERED),
@@ -122,6 +123,10 @@ def pass_line(counts: Tally, held: str = "", *, timed: bool = True) -> str:
 
 
 _FILTERED = " left out by the session filter"
+_WAITING = " waiting for their session, as a few always are (see docs/operations.md#waiting-bodies)"
+"""Said of waiting bodies, which every pass over a real capture has (a session's title and
+compaction responses name no session): where it is said why, so that a person does not take
+them for something lost."""
 
 
 def _landed(counts: Tally) -> str:

@@ -23,11 +23,28 @@ from asz.store.atomic import AlreadyExists, private_dir, publish_new
 
 
 @dataclass(slots=True)
+class Restored:
+    """The files a restore left in place, split by whether it wrote them: a file already
+    holding the landed bytes counts as restored, but a person told that files were written
+    when none were would look for a change that is not there."""
+
+    written: list[Path] = field(default_factory=list)
+    """Files this restore wrote."""
+    present: list[Path] = field(default_factory=list)
+    """Files that already held the bytes that landed, left as they were."""
+
+    @property
+    def files(self) -> list[Path]:
+        """Every file now holding its source's landed bytes."""
+        return [*self.written, *self.present]
+
+
+@dataclass(slots=True)
 class RestoreRefused(Exception):
     """Some sources could not be restored; the others were."""
 
     refused: list[str] = field(default_factory=list)
-    written: list[Path] = field(default_factory=list)
+    restored: Restored = field(default_factory=Restored)
 
     def __str__(self) -> str:
         return "; ".join(self.refused)
@@ -57,14 +74,14 @@ def _no_links(base: Path, relpath: PurePosixPath) -> bool:
     return True
 
 
-def restore_session(session: Session, to_dir: Path, progress: Progress | None = None) -> list[Path]:
+def restore_session(session: Session, to_dir: Path, progress: Progress | None = None) -> Restored:
     """Writes the session's landed transcripts under ``to_dir``; returns the files now there.
 
-    A file that already holds the same bytes counts as restored. Raises RestoreRefused after
-    restoring everything it could when some source was refused. ``progress`` is told of each
-    landed transcript file read.
+    A file that already holds the same bytes counts as restored, and is not written again.
+    Raises RestoreRefused after restoring everything it could when some source was refused.
+    ``progress`` is told of each landed transcript file read.
     """
-    written: list[Path] = []
+    restored = Restored()
     refused: list[str] = []
     base = private_dir(to_dir)
     sources = session.transcript_paths()
@@ -91,11 +108,13 @@ def restore_session(session: Session, to_dir: Path, progress: Progress | None = 
         except AlreadyExists:
             if not _holds(target, data):
                 refused.append(f"{target}: exists with other bytes, left as it is")
-                continue
-        written.append(target)
+            else:
+                restored.present.append(target)
+            continue
+        restored.written.append(target)
     if refused:
-        raise RestoreRefused(refused, written)
-    return written
+        raise RestoreRefused(refused, restored)
+    return restored
 
 
 def _holds(path: Path, data: bytes) -> bool:

@@ -3,10 +3,12 @@
 On a terminal the table is drawn by rich (the library the progress bars use too), which
 measures cells, wraps the columns that may wrap to fit the terminal's width and styles the
 header, so none of that is hand-drawn here. Columns that must not be cut (an id to paste, a
-time, a number) are never wrapped; when the terminal is too narrow for all of them even with
-the others wrapped, the columns that may be left out go, least wanted first, and if that is
-not enough the table is drawn at the width it needs and the terminal wraps its lines: nothing
-is ever cut. Anywhere else (a pipe, a file) every column is printed as plain text: no colour,
+time, a number) are never wrapped; a column that names something long (a project's path, a
+session's models) is shortened instead, the way its ``shorten`` says, so that a row stays one
+line. When the terminal is too narrow for all of them even with the others wrapped and
+shortened, the columns that may be left out go, least wanted first, and if that is not enough
+the table is drawn at the width it needs and the terminal wraps its lines: an id is never
+cut. Anywhere else (a pipe, a file) every column is printed whole as plain text: no colour,
 columns two spaces apart, no trailing blanks, and no width limit, so each row is one line
 that ``grep`` and ``cut`` can take.
 """
@@ -14,8 +16,8 @@ that ``grep`` and ``cut`` can take.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -39,6 +41,10 @@ class Column:
     drop: int | None = None
     narrowest: int = _WRAPPED_MIN
     """For a column that wraps: the narrowest it is drawn (prose wants more than a name)."""
+    shorten: Callable[[str, int], str] | None = None
+    """For a column that neither wraps nor must stay whole: a cell made to fit a width, or
+    as near as it can come, in a form a person still reads (a path from the left, a model as
+    its family); given 0, the shortest form there is."""
 
 
 def print_table(
@@ -57,11 +63,13 @@ def print_table(
         )
         while droppable and _narrowest(columns, rows, shown) > console.width:
             shown.remove(droppable.pop())
-        needed = _narrowest(columns, rows, shown)
+        kept = [columns[i] for i in shown]
+        cells = _shortened(kept, [[row[i] for i in shown] for row in rows], console.width)
+        kept = [replace(column, shorten=None) for column in kept]  # shortened: now whole
+        needed = _narrowest(kept, cells, list(range(len(kept))))
         if console.width < needed:
             console = Console(file=out, highlight=False, emoji=False, width=needed)
-        kept = [columns[i] for i in shown]
-        console.print(_table(kept, [[row[i] for i in shown] for row in rows]))
+        console.print(_table(kept, cells))
         return
     out.write(_plain(columns, rows))
     out.flush()
@@ -107,14 +115,46 @@ def _plain(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> str:
 def _narrowest(columns: Sequence[Column], rows: Sequence[Sequence[str]], shown: list[int]) -> int:
     """The width below which a column that must stay whole would be cut, of the columns
     ``shown`` (their indexes)."""
-    from rich.cells import cell_len  # a cell's width on screen, wide characters counted twice
-
     width = _GAP * (len(shown) - 1)
     for i in shown:
         column = columns[i]
-        natural = max([cell_len(column.header), *(cell_len(row[i]) for row in rows)])
-        width += min(natural, column.narrowest) if column.wraps else natural
+        if column.shorten is not None:
+            width += _width(column, [column.shorten(row[i], 0) for row in rows])
+        elif column.wraps:
+            width += min(_width(column, [row[i] for row in rows]), column.narrowest)
+        else:
+            width += _width(column, [row[i] for row in rows])
     return width
+
+
+def _width(column: Column, cells: Sequence[str]) -> int:
+    """The width of a column drawn whole: its widest cell, or its header."""
+    from rich.cells import cell_len  # a cell's width on screen, wide characters counted twice
+
+    return max([cell_len(column.header), *(cell_len(cell) for cell in cells)])
+
+
+def _shortened(
+    columns: Sequence[Column], table: Sequence[Sequence[str]], width: int
+) -> list[list[str]]:
+    """The rows with the cells of the columns that shorten made short enough for the table
+    to fit ``width``, none shorter than it needs: on a wide terminal a path stays whole. The
+    widest is shortened first, and only down to the next widest, so that two long columns
+    give up their width in turn rather than one of them all of it."""
+    rows = [list(row) for row in table]
+    every = list(range(len(columns)))
+    shortening = {i: column.shorten for i, column in enumerate(columns) if column.shorten}
+    settled = [replace(column, shorten=None) for column in columns]
+    while shortening and (excess := _narrowest(settled, rows, every) - width) > 0:
+        widths = {i: _width(columns[i], [row[i] for row in rows]) for i in shortening}
+        widest = max(widths, key=lambda i: widths[i])
+        others = [widths[i] for i in widths if i != widest]
+        budget = max(widths[widest] - excess, min(max(others, default=0), widths[widest] - 1))
+        for row in rows:
+            row[widest] = shortening[widest](row[widest], budget)
+        if _width(columns[widest], [row[widest] for row in rows]) >= widths[widest]:
+            del shortening[widest]  # as short as it gets: the next column's turn
+    return rows
 
 
 def _table(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> Table:

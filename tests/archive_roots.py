@@ -41,12 +41,14 @@ class Machine:
         }
 
     def asz(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+        return self.asz_env(self.env(), *args, timeout=timeout)
+
+    def asz_env(
+        self, env: dict[str, str], *args: str, timeout: float = 120
+    ) -> subprocess.CompletedProcess[bytes]:
+        """``asz`` with ``env`` as its whole environment."""
         return subprocess.run(
-            [*asz_executable(), *args],
-            env=self.env(),
-            capture_output=True,
-            timeout=timeout,
-            check=False,
+            [*asz_executable(), *args], env=env, capture_output=True, timeout=timeout, check=False
         )
 
     def land(self, options: SynthOptions | None = None) -> dict:

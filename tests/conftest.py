@@ -52,7 +52,12 @@ RunAsz = Callable[..., subprocess.CompletedProcess]
 @pytest.fixture
 def run_asz(tmp_path: Path) -> RunAsz:
     """Runs the real ``asz`` in a subprocess with a private HOME, returning the finished process."""
-    home = tmp_path / "home"
+    return asz_runner(tmp_path / "home")
+
+
+def asz_runner(home: Path) -> RunAsz:
+    """What ``run_asz`` gives, with ``home`` as the private HOME: for a fixture wider than one
+    test, which lands a capture once for all of them."""
     home.mkdir(exist_ok=True)
 
     def run(*args: str, env: dict[str, str] | None = None, timeout: float = 120, **kw):

@@ -89,6 +89,12 @@ class Served:
         for raw in self.process.stdout:
             self.lines.append(orjson.loads(raw))
 
+    def ended(self) -> int:
+        """Its exit status, once it has ended and every line it logged is read."""
+        code = self.process.wait(timeout=WAIT)
+        self._reader.join(timeout=WAIT)
+        return code
+
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
@@ -144,15 +150,22 @@ HOSTILE = (
 ran it."""
 
 
-def hostile_capture(claude: Path) -> tuple[str, str]:
+HIDING = (
+    "left \u202eright-to-left\u202c and \u2067isolated\u2069 \u200fmarks\u200e \u061c",
+    "nul \x00 escape \x1b[31mred\x1b[0m bell \x07 del \x7f c1 \x9b cr \r zero\u200bwidth",
+)
+"""Text that hides or reorders what follows it when written raw: bidi controls, NUL, ESC."""
+
+
+def hostile_capture(claude: Path, hostile: tuple[str, ...] = HOSTILE) -> tuple[str, str]:
     """A Claude Code directory holding one session whose request's messages (its text, a
-    reminder, a tool result, a tool's input) and response hold ``HOSTILE``, joined to its call;
-    its session and message ids."""
+    reminder, a tool result, a tool's input) and response hold ``hostile``, joined to its
+    call; its session and message ids."""
     from claude_dir import Claude, request_body, response_body
 
     session, message_id = "5e55e55e-0000-4000-8000-00000000beef", "msg_hostile"
     made = Claude(claude)
-    cwd = "/home/u/" + HOSTILE[0]
+    cwd = "/home/u/" + hostile[0]
     user = {
         "type": "user",
         "sessionId": session,
@@ -161,7 +174,7 @@ def hostile_capture(claude: Path) -> tuple[str, str]:
         "cwd": cwd,
         "promptId": "p1",
         "timestamp": "2026-09-01T10:00:00.000Z",
-        "message": {"role": "user", "content": "look at " + HOSTILE[1]},
+        "message": {"role": "user", "content": "look at " + hostile[1]},
     }
     assistant = {
         "type": "assistant",
@@ -177,7 +190,7 @@ def hostile_capture(claude: Path) -> tuple[str, str]:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(orjson.dumps(user) + b"\n" + orjson.dumps(assistant) + b"\n")
     body = orjson.loads(request_body(session, prompt="p1", tools=True))
-    text = " ".join(HOSTILE)
+    text = " ".join(hostile)
     body["messages"] = [
         {
             "role": "user",

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from archive_roots import Machine, landed_keys
 from harness import Capture, Workspace, running, wait_for
-from s3server import CREDENTIALS, FaultProxy, S3Server, archive_config, proxied
+from s3server import BUCKET, CREDENTIALS, FaultProxy, S3Server, archive_config, proxied
 
 from asz.store import open_store
 from asz.synth import SynthOptions
@@ -102,7 +102,9 @@ def test_the_server_stopped_in_the_middle_of_a_push(machine: Machine, tmp_path: 
             done = machine.push(config, "--json")
             assert done.returncode == 1
             counts = json.loads(done.stdout)
-            assert counts["errors"] and 0 < counts["waiting_files"] < len(want)
+            # Files failed one by one, or the breaker stopped the push: either says why.
+            assert counts["errors"] or counts["stopped"]
+            assert 0 < counts["waiting_files"] < len(want)
             _no_secrets(done.stdout + done.stderr)
             s3.start()
             again = machine.push(config, "--json")
@@ -124,11 +126,24 @@ def test_errors_name_the_object_never_the_credentials(
     s3: S3Server, machine: Machine, tmp_path: Path
 ) -> None:
     prefix = _prefix(tmp_path)
+    broken = sorted(landed_keys(machine.store(), prefix))[-1]
+
+    def fault(method: str, key: str, n: int) -> str:  # that one object's PUT never gets there
+        return "reset-before" if method == "PUT" and key == broken else ""
+
+    with proxied(s3, fault) as proxy:
+        done = machine.push(machine.configure(proxy.endpoint, prefix, attempts=2), "--json")
+        proxy_host = f"127.0.0.1:{proxy.port}"
+    assert done.returncode == 1
+    counts = json.loads(done.stdout)
+    assert counts["errors"] == [f"{broken}: the connection was reset ({proxy_host})"], counts
+    _no_secrets(done.stdout + done.stderr)
+    # Nothing answers at all: the push stops, and its one line names the archive and why.
     with proxied(s3, lambda method, key, n: "reset-before") as proxy:
         done = machine.push(machine.configure(proxy.endpoint, prefix, attempts=2), "--json")
     assert done.returncode == 1
-    errors = json.loads(done.stdout)["errors"]
-    assert errors and all(error.startswith(prefix + "/") for error in errors), errors
+    said = done.stderr.decode().strip().splitlines()
+    assert len(said) == 1 and f"s3://{BUCKET}/{prefix} stopped" in said[0], said
     _no_secrets(done.stdout + done.stderr)
 
 

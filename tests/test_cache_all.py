@@ -147,7 +147,8 @@ def cache_json(run_asz: Any, store: Store, *args: str) -> Any:
 
 def check_against_reports(run_asz: Any, store: Store) -> list[dict[str, Any]]:
     """The ranking of every session of ``store``: each session as its own report says, in
-    order of waste, and the per-project and per-day totals summing to the sessions."""
+    order of waste, and the per-cause, per-project and per-day totals summing to the
+    sessions."""
     ranked = cache_json(run_asz, store)
     assert sorted(entry["session"] for entry in ranked) == store.sessions()
     for entry in ranked:
@@ -163,7 +164,7 @@ def check_against_reports(run_asz: Any, store: Store) -> list[dict[str, Any]]:
     assert [e["waste_usd"] for e in known] == sorted((e["waste_usd"] for e in known), reverse=True)
     unknown = [entry["rewritten_tokens"] for entry in ranked[len(known) :]]
     assert unknown == sorted(unknown, reverse=True)
-    for by in ("project", "day"):
+    for by in ("cause", "project", "day"):
         check_totals(ranked, cache_json(run_asz, store, "--by", by), by)
     return ranked
 
@@ -243,8 +244,13 @@ def test_project_and_since_pick_sessions_as_asz_sessions_does(hand: Store, run_a
     assert [(day["day"], day["calls"]) for day in days] == [("2026-03-02", 2), ("2026-03-01", 2)]
 
     none = run_asz("cache", "--root", str(hand.location), "--project", "nowhere")
-    assert none.returncode == 0 and none.stdout == b""
+    assert none.returncode == 2 and none.stdout == b""
     assert b"no landed session matches" in none.stderr
+    for by in ((), ("--by", "cause"), ("--by", "project"), ("--by", "day")):
+        listed = run_asz(
+            "cache", "--root", str(hand.location), "--json", "--since", "3000-01-01", *by
+        )
+        assert listed.returncode == 2 and orjson.loads(listed.stdout) == [], by
     bad = run_asz("cache", "--root", str(hand.location), "--since", "yesterday")
     assert bad.returncode == 2 and b"yesterday" in bad.stderr
     mixed = run_asz("cache", "--root", str(hand.location), W1[:8], "--by", "day")
@@ -258,11 +264,12 @@ def test_off_a_terminal_the_ranking_is_plain_tables_whose_ids_paste(
     assert done.returncode == 0 and done.stderr == b""
     text = done.stdout.decode()
     assert "\x1b" not in text and all(line == line.rstrip() for line in text.splitlines())
-    sessions, projects, days, total = text.split("\n\n")
+    sessions, causes, projects, days, total = text.split("\n\n")
+    assert causes.splitlines()[0] == "by cause, most waste first"
     header, *rows = sessions.splitlines()
     assert header.split() == [
-        "SESSION", "PROJECT", "FIRST", "LAST", "CALLS", "BREAKS", "REWRITTEN", "HIT", "COST",
-        "$", "WASTE", "$",
+        "SESSION", "PROJECT", "FIRST", "(UTC)", "LAST", "(UTC)", "CALLS", "BREAKS", "REWRITTEN",
+        "HIT", "COST", "$", "WASTE", "$",
     ]  # fmt: skip
     assert len(rows) == len(RANKED)
     for row, session in zip(rows, RANKED, strict=True):
@@ -329,7 +336,7 @@ def test_an_empty_root_says_nothing_landed_and_a_missing_one_is_exit_2(
     done = run_asz("cache", "--root", str(tmp_path / "empty"))
     assert done.returncode == 0 and done.stdout == b""
     assert b"no sessions have landed" in done.stderr
-    for by in ((), ("--by", "project"), ("--by", "day")):
+    for by in ((), ("--by", "cause"), ("--by", "project"), ("--by", "day")):
         listed = run_asz("cache", "--root", str(tmp_path / "empty"), "--json", *by)
         assert listed.returncode == 0 and orjson.loads(listed.stdout) == []
     missing = run_asz("cache", "--root", str(tmp_path / "typo"))

@@ -173,3 +173,85 @@ def test_sources_names_only_real_session_ids(run_asz, tmp_path: Path) -> None:
     assert "\x1b" not in out
     assert "../x" not in out
     assert "1 request name a session id that is not in Claude Code's form" in out
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["collect", "--once"],
+        ["collect"],
+        ["sessions"],
+        ["cache"],
+        ["cache", FIXTURE_SESSION],
+        ["view", FIXTURE_SESSION],
+        ["body", FIXTURE_SESSION, "x.request"],
+        ["restore", FIXTURE_SESSION, "--to", "out"],
+        ["verify"],
+        ["serve", "--listen", "127.0.0.1:0"],
+        ["push"],
+        ["demo"],
+        ["service", "install", "--dry-run"],
+        ["service", "install", "--dry-run", "--web"],
+    ],
+)
+def test_a_root_that_is_a_file_is_said_in_one_line_and_exit_2(
+    run_asz, tmp_path: Path, command: list[str]
+) -> None:
+    """Every command, the service and the demo among them, refuses a root that is a file
+    before it reads or writes anything, rather than ending in a traceback or calling it
+    missing."""
+    claude = tmp_path / "claude"
+    (claude / "projects").mkdir(parents=True)
+    a_file = tmp_path / "root"
+    a_file.write_bytes(b"not a root\n")
+    env = {"CLAUDE_CONFIG_DIR": str(claude)}
+    result = run_asz(*command, "--root", str(a_file), env=env, cwd=tmp_path, timeout=30)
+    assert result.returncode == 2, result.stderr
+    (said,) = result.stderr.decode().splitlines()
+    assert f"{a_file} is not a directory" in said, said
+    assert a_file.read_bytes() == b"not a root\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_demo_refuses_a_keep_directory_that_is_a_file(run_asz, tmp_path: Path) -> None:
+    a_file = tmp_path / "kept"
+    a_file.write_bytes(b"")
+    result = run_asz("demo", "--keep", str(a_file))
+    assert result.returncode == 2
+    assert result.stderr.decode() == (
+        f"asz demo: {a_file} is not a directory; name a new or empty directory\n"
+    )
+
+
+def test_a_session_of_a_missing_root_says_the_root_is_missing(run_asz, tmp_path: Path) -> None:
+    """A typo in --root is what to fix, not the session id."""
+    missing = tmp_path / "typo"
+    for command in (["view"], ["cache"], ["verify"], ["body", "x.request"]):
+        args = [command[0], "--root", str(missing), FIXTURE_SESSION, *command[1:]]
+        result = run_asz(*args)
+        assert result.returncode == 2, command
+        assert result.stderr.decode() == f"asz: there is no storage root at {missing}\n", command
+
+
+def test_sources_with_no_claude_code_directory_suggests_the_documented_one(
+    run_asz, tmp_path: Path
+) -> None:
+    """Neither ~/.config/claude nor ~/.claude exists: the bodies directory to set is the one
+    under ~/.claude, where Claude Code's documentation (and the README) put its settings."""
+    result = run_asz("sources", "--root", str(tmp_path / "root"))
+    home = tmp_path / "home"
+    wanted = f"OTEL_LOG_RAW_API_BODIES=file:{home / '.claude' / 'asz' / 'provider-bodies'}"
+    assert wanted in result.stdout.decode().splitlines()[-1], result.stdout
+
+
+@pytest.mark.parametrize("sessions", [1, 2])
+def test_synth_says_what_it_wrote_in_words(run_asz, tmp_path: Path, sessions: int) -> None:
+    out = tmp_path / "claude"
+    result = run_asz("synth", str(out), "--sessions", str(sessions))
+    assert result.returncode == 0, result.stderr
+    totals = json.loads((out / "expected.json").read_bytes())["totals"]
+    session_word = "session" if sessions == 1 else "sessions"
+    assert result.stdout.decode() == (
+        f"wrote {totals['requests']} requests, {totals['responses']} responses and the "
+        f"transcripts of {sessions} {session_word} under {out}\n"
+    )

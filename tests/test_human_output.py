@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import pytest
 from claude_dir import Claude, request_body
-from conftest import asz_executable
+from conftest import REPO, asz_executable
 from test_notify import Datagrams, notify_socket
 from test_service import FAST, A, child_env, running_service
 
@@ -99,7 +99,8 @@ def test_a_pass_says_what_landed_in_words_and_a_quiet_one_says_so_in_one_line(
         f"landed {report['bodies']} bodies and {report['transcript_lines']} transcript lines "
         f"of {sessions} sessions: {size(counts['source_bytes'])} read, "
         f"{size(counts['landed_bytes'])} stored in {report['files']} landed files; "
-        f"{waiting} bodies waiting for their session ("
+        f"{waiting} bodies waiting for their session, as a few always are (see "
+        f"docs/operations.md#waiting-bodies) ("
     ), line
     assert "=" not in line
 
@@ -109,10 +110,21 @@ def test_a_pass_says_what_landed_in_words_and_a_quiet_one_says_so_in_one_line(
     [quiet] = again.stdout.decode().splitlines()
     assert quiet.startswith(
         f"nothing new: {transcripts} transcript files of {sessions} sessions already landed; "
-        f"{waiting} bodies waiting for their session ("
+        f"{waiting} bodies waiting for their session, as a few always are (see "
+        f"docs/operations.md#waiting-bodies) ("
     ), quiet
     quiet_json = run_asz("collect", "--once", "--json", "--root", twin, env=env)
     assert set(orjson.loads(quiet_json.stdout)) >= PASS_KEYS
+
+
+def test_the_place_a_pass_line_points_waiting_bodies_at_says_why_they_wait() -> None:
+    """The pass line sends a person to a section of the docs: it must be there, and speak of
+    the bodies that always wait."""
+    operations = (REPO / "docs" / "operations.md").read_text()
+    heading = "\n## Waiting bodies\n"
+    assert heading in operations
+    section = operations.split(heading, 1)[1].split("\n## ", 1)[0]
+    assert "normal" in section and "title" in section and "compaction" in section
 
 
 def test_a_pass_over_nothing_says_that_nothing_landed_yet(tmp_path: Path, run_asz: Any) -> None:

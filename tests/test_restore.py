@@ -62,7 +62,7 @@ def restore_all(config: Config, to_dir: Path) -> list[Path]:
     return [
         path
         for session in store.sessions()
-        for path in restore_session(store.session(session), to_dir)
+        for path in restore_session(store.session(session), to_dir).files
     ]
 
 
@@ -100,7 +100,7 @@ def test_a_session_comes_back_byte_for_byte(tmp_path: Path) -> None:
     (agents / "agent-a1.meta.json").write_bytes(b'{"agentType":"Plan"}')
     land(config)
     to_dir = tmp_path / "back"
-    written = restore_session(session_of(config), to_dir)
+    written = restore_session(session_of(config), to_dir).written
     assert sorted(path.relative_to(to_dir).as_posix() for path in written) == [
         f"{PROJECT}/{SESSION}.jsonl",
         f"{PROJECT}/{SESSION}/subagents/agent-a1.jsonl",
@@ -111,8 +111,9 @@ def test_a_session_comes_back_byte_for_byte(tmp_path: Path) -> None:
     assert (to_dir / PROJECT / SESSION / "subagents" / "agent-a1.meta.json").read_bytes() == (
         b'{"agentType":"Plan"}'
     )
-    # Restoring again over identical files is fine.
-    assert len(restore_session(session_of(config), to_dir)) == 3
+    # Restoring again over identical files is fine, and writes none of them.
+    again = restore_session(session_of(config), to_dir)
+    assert again.written == [] and sorted(again.present) == sorted(written)
 
 
 def test_a_deleted_transcript_is_given_back(tmp_path: Path) -> None:
@@ -124,7 +125,7 @@ def test_a_deleted_transcript_is_given_back(tmp_path: Path) -> None:
     land(config)
     main.unlink()
     land(config)
-    (written,) = restore_session(session_of(config), config.projects_dir)
+    (written,) = restore_session(session_of(config), config.projects_dir).written
     assert written == main and main.read_bytes() == original
     # Put back where it was, it is the same transcript again: nothing re-lands.
     assert land(config) == 0
@@ -147,7 +148,9 @@ def test_an_existing_file_with_other_bytes_is_left_and_reported(tmp_path: Path) 
     with pytest.raises(RestoreRefused) as refused:
         restore_session(session_of(config), to_dir)
     assert (to_dir / PROJECT / f"{SESSION}.jsonl").read_bytes() == b"mine\n"
-    assert refused.value.written == [to_dir / PROJECT / SESSION / "subagents" / "agent-a1.jsonl"]
+    assert refused.value.restored.written == [
+        to_dir / PROJECT / SESSION / "subagents" / "agent-a1.jsonl"
+    ]
     assert "exists with other bytes" in refused.value.refused[0]
 
 
@@ -187,7 +190,7 @@ def test_a_landed_path_leaving_the_target_is_refused(tmp_path: Path, source: str
     to_dir = tmp_path / "back" / "inner"
     with pytest.raises(RestoreRefused) as refused:
         restore_session(store.session(SESSION), to_dir)
-    assert refused.value.written == [] and "outside" in refused.value.refused[0]
+    assert refused.value.restored.files == [] and "outside" in refused.value.refused[0]
     assert [p for p in (tmp_path / "back").rglob("*") if p.is_file()] == []
     assert not Path("/etc/evil.jsonl").exists()
 
@@ -302,7 +305,7 @@ def test_asz_restore_says_each_problem_and_exits_1(tmp_path: Path, run_asz: RunA
     restore = ("restore", "--root", str(config.root), SESSION, "--to")
     done = run_asz(*restore, str(tmp_path / "one"))
     assert done.returncode == 1
-    assert done.stdout.decode() == f"restored 1 file(s) under {tmp_path / 'one'}\n"
+    assert done.stdout.decode() == f"restored 1 file under {tmp_path / 'one'}\n"
     (said,) = done.stderr.decode().splitlines()
     assert said.startswith(f"asz: problem: {root / agent_file.path}: ")
 
@@ -315,3 +318,26 @@ def test_asz_restore_says_each_problem_and_exits_1(tmp_path: Path, run_asz: RunA
     assert said[0].startswith(f"asz: problem: {PROJECT}/{SESSION}.jsonl: ")
     assert main_files[2].name in said[0] and "past the" in said[0]
     assert [line for line in said if line.endswith("the session is incomplete")], said
+
+
+def test_asz_restore_again_says_it_wrote_nothing(tmp_path: Path, run_asz: RunAsz) -> None:
+    """A second restore finds every file holding its landed bytes: it writes none, and says
+    that rather than counting them as restored again."""
+    config = make_config(tmp_path)
+    main = config.projects_dir / PROJECT / f"{SESSION}.jsonl"
+    agent = main.parent / SESSION / "subagents" / "agent-a1.jsonl"
+    agent.parent.mkdir(parents=True)
+    main.write_bytes(line(1))
+    agent.write_bytes(line(2))
+    land(config)
+    to_dir = tmp_path / "back"
+    restore = ("restore", "--root", str(config.root), SESSION, "--to", str(to_dir))
+    first = run_asz(*restore)
+    assert (first.returncode, first.stdout.decode()) == (0, f"restored 2 files under {to_dir}\n")
+    mtimes = {path: path.stat().st_mtime_ns for path in to_dir.rglob("*.jsonl")}
+    again = run_asz(*restore)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.decode() == (
+        f"restored 0 files under {to_dir}; 2 files already held the landed bytes\n"
+    )
+    assert {path: path.stat().st_mtime_ns for path in to_dir.rglob("*.jsonl")} == mtimes

@@ -75,7 +75,7 @@ def test_a_person_finds_every_session_clicks_to_the_break_and_fetches_the_body(
         expect(change.locator("tr.added td.new").first).to_be_visible()
         expect(page.locator("#cache")).to_contain_text("tools")
 
-        link = page.locator("#request-body")
+        link = page.locator("#request-bytes")
         assert link.get_attribute("href") == f"/sessions/{session_id}/bodies/{injected['request']}"
         response = page.request.get(served.base + str(link.get_attribute("href")))
         source = next(b for b in expected["bodies"] if b["id"] == injected["request"])["file"]
@@ -110,4 +110,93 @@ def test_script_in_a_body_is_shown_as_text_and_never_runs(browser: Browser, tmp_
             assert "click me" not in text
         assert page.evaluate("typeof window.aszPwned") == "undefined"
         assert dialogs == []
+        page.close()
+
+
+def test_a_phone_never_scrolls_the_page_sideways_only_the_tables_in_their_box(
+    browser: Browser, tmp_path: Path
+) -> None:
+    claude = tmp_path / "claude"
+    expected = synthesize(claude, SynthOptions())
+    root = land(tmp_path, claude)
+    injected = next(b for b in expected["cache_breaks"] if b["injected"] == "tools_added")
+    session = injected["session"]
+    paths = [
+        "/",
+        f"/sessions/{session}",
+        f"/sessions/{session}/calls/{injected['message_id']}",
+        "/?since=2026-13-45",
+        "/nowhere",
+    ]
+    with serving(root, tmp_path / "home") as served:
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        for path in paths:
+            page.goto(served.base + path)
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= 390, (path, width)
+            header = page.evaluate("document.querySelector('header.top').scrollWidth")
+            assert header <= 390, (path, header)
+        page.goto(served.base + paths[2])
+        page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true })")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, ("every part open", width)
+        sides = page.evaluate(
+            "[...document.querySelectorAll('#difference details[open] table.sbs td.new')]"
+            ".map(cell => cell.getBoundingClientRect().width)"
+        )
+        assert sides and min(sides) >= 200, sides
+        page.close()
+
+
+@pytest.mark.slow
+def test_every_break_of_a_long_session_keeps_a_mark_that_can_be_seen_and_clicked(
+    browser: Browser, tmp_path: Path
+) -> None:
+    claude = tmp_path / "claude"
+    expected = synthesize(claude, SynthOptions(sessions=1, turns=60, tool_calls=3))
+    root = land(tmp_path, claude)
+    session = expected["sessions"][0]["id"]
+    with serving(root, tmp_path / "home") as served:
+        for width in (1280, 390):  # a laptop, a phone
+            page = browser.new_page(viewport={"width": width, "height": 800})
+            broke: set[str] = set()
+            for number in (2, 1):
+                page.goto(f"{served.base}/sessions/{session}?page={number}")
+                links = page.locator("#timeline tr.broke a.call-link").all()
+                broke |= {str(link.get_attribute("href")) for link in links}
+            marks = page.locator("svg.chart a.break-mark")
+            assert broke and {str(m.get_attribute("href")) for m in marks.all()} == broke
+            for n in range(marks.count()):
+                rect = marks.nth(n).locator("rect")
+                rect.scroll_into_view_if_needed()
+                box = rect.bounding_box()
+                assert box is not None and box["width"] >= 3 and box["height"] >= 3, (width, box)
+                hit = page.evaluate(
+                    "([x, y]) => document.elementFromPoint(x, y).closest('a').getAttribute('href')",
+                    [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2],
+                )
+                assert hit == marks.nth(n).get_attribute("href"), width
+            bars = page.locator("svg.chart a.bar rect.read")
+            widths = [bars.nth(n).bounding_box()["width"] for n in range(bars.count())]  # type: ignore[index]
+            assert min(widths) >= 3, (width, min(widths))
+            assert page.evaluate("document.documentElement.scrollWidth") <= width
+            target = str(marks.first.get_attribute("href"))
+            marks.first.locator("rect").click()
+            expect(page).to_have_url(served.base + target)
+            page.close()
+
+
+def test_signing_in_by_a_crafted_link_leaves_the_browser_on_this_server(
+    browser: Browser, tmp_path: Path
+) -> None:
+    token = "t0k3n-for-the-browser-0123456789"
+    claude = tmp_path / "claude"
+    synthesize(claude, SynthOptions(sessions=1, turns=2))
+    root = land(tmp_path, claude)
+    with serving(root, tmp_path / "home", env={"ASZ_WEB_TOKEN": token}) as served:
+        page = browser.new_page()
+        for crafted in ("//evil.example/x", "/%5Cevil.example/", "/%5C%5Cevil.example/x"):
+            page.goto(f"{served.base}{crafted}?token={token}")
+            assert page.url.startswith(served.base + "/"), (crafted, page.url)
+            assert "evil.example" not in page.url
         page.close()

@@ -4,6 +4,7 @@ requests, the side-by-side rows, the Host rule, pages and the list's choices."""
 from __future__ import annotations
 
 import anyio
+import orjson
 import pytest
 import structlog
 from hypothesis import given
@@ -14,7 +15,8 @@ from asz.web.access import AccessError, access_for, split_host
 from asz.web.compare import difference
 from asz.web.contained import Contained
 from asz.web.diff import CONTEXT, side_by_side
-from asz.web.pagination import page_of
+from asz.web.formats import visible
+from asz.web.pagination import BadQuery, page_of
 from asz.web.request import request_parts, segments
 
 BILLING = "x-anthropic-billing-header: cc_version=2.1.260.abc; cch=1; cc_prompt_id=p;"
@@ -171,9 +173,10 @@ def test_a_name_given_is_answered_and_a_listen_beyond_loopback_needs_a_token() -
 
 def test_a_page_number_is_one_of_the_pages() -> None:
     assert (page_of(1000, 200, "3").start, page_of(1000, 200, "3").end) == (400, 600)
-    assert page_of(1000, 200, "99").number == 5
-    assert page_of(1000, 200, "-1").number == 1 and page_of(0, 200, None).count == 1
-    assert page_of(1000, 200, "9" * 40).number == 1
+    assert page_of(0, 200, None).count == 1 and page_of(1000, 200, None).number == 1
+    for wrong in ("99", "-1", "0", "9" * 40, "abc", "\u0663", " 2"):
+        with pytest.raises(BadQuery, match="is not a page of this list, which has pages 1 to 5"):
+            page_of(1000, 200, wrong)
 
 
 @pytest.mark.parametrize("fails_after_start", [False, True])
@@ -203,3 +206,33 @@ def test_a_failing_page_answers_500_and_logs_no_message(fails_after_start: bool)
     assert secret not in repr(logged) + repr(sent)
     starts = [m for m in sent if m["type"] == "http.response.start"]
     assert [m["status"] for m in starts] == [200] if fails_after_start else [500]
+    if not fails_after_start:
+        headers = dict(starts[0]["headers"])
+        assert headers[b"content-type"].startswith(b"text/html")
+        assert b"default-src 'none'" in headers[b"content-security-policy"]
+        page = b"".join(m.get("body", b"") for m in sent)
+        assert b"asz could not make this page, see its log" in page
+
+
+@given(st.text())
+def test_every_hiding_character_becomes_a_marker_and_nothing_else_changes(text: str) -> None:
+    import re
+
+    shown = visible(text)
+    assert re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", shown) is None
+    back = re.sub("⟨U\\+([0-9A-F]{4,6})⟩", lambda m: chr(int(m.group(1), 16)), shown)
+    assert back == re.sub("⟨U\\+([0-9A-F]{4,6})⟩", lambda m: chr(int(m.group(1), 16)), text)
+
+
+def test_a_long_request_shows_its_first_and_last_messages_and_counts_them_all() -> None:
+    from asz.web.request import FIRST_MESSAGES, MAX_MESSAGES
+
+    messages = request()["messages"] * 60
+    parts = request_parts(request(messages=messages), 0)
+    shown = [message.index for message in parts.messages]
+    assert len(shown) == MAX_MESSAGES and parts.message_count == len(messages)
+    assert shown[:FIRST_MESSAGES] == list(range(FIRST_MESSAGES))
+    assert shown[-1] == len(messages) - 1 and shown == sorted(shown)
+    assert parts.markers == 1 + 60  # the system block's, and one a first message carries
+    weighed = sum(w.size for w in parts.weights if w.name.endswith("messages"))
+    assert weighed == sum(len(orjson.dumps(message)) for message in messages)

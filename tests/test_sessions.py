@@ -100,9 +100,11 @@ def collect(home: Path, claude: Path, root: Path) -> None:
 
 
 def listing(home: Path, root: Path, *args: str) -> list[dict[str, Any]]:
+    """The sessions ``--json`` lists; a filter that picks none is exit 2, with ``[]``."""
     done = asz(home, "sessions", "--json", "--root", str(root), *args)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    listed = json.loads(done.stdout)
+    assert done.returncode == (2 if listed == [] and args else 0), done.stderr
+    return listed
 
 
 # -- a synthetic capture, and sessions written by hand --------------------------------------------
@@ -241,8 +243,9 @@ def test_off_a_terminal_the_table_is_plain_and_its_ids_paste_into_other_commands
     done = asz(home, "sessions", "--root", str(root))
     assert done.returncode == 0, done.stderr
     header, *rows = done.stdout.splitlines()
-    assert header.split() == [
-        "SESSION", "PROJECT", "FIRST", "LAST", "MODELS", "CALLS", "BODIES", "LINES", "LANDED"
+    assert re.split(r"\s{2,}", header) == [
+        "SESSION", "PROJECT", "FIRST (UTC)", "LAST (UTC)", "MODELS", "CALLS", "BODIES", "LINES",
+        "LANDED",
     ]  # fmt: skip
     assert "\x1b" not in done.stdout and not any(line != line.rstrip() for line in rows)
     ids = [s["id"] for s in listing(home, root)]
@@ -315,7 +318,7 @@ def test_filters_pick_by_project_and_by_time(capture, by_hand) -> None:
     ]
     assert listing(home, root, "--project", "/nowhere/at/all") == []
     none = asz(home, "sessions", "--project", "/nowhere/at/all", "--root", str(root))
-    assert none.returncode == 0 and none.stdout == "" and "no landed session matches" in none.stderr
+    assert none.returncode == 2 and none.stdout == "" and "no landed session matches" in none.stderr
 
     middle = everything[len(everything) // 2]["last_activity"]
     since = [s["id"] for s in listing(home, root, "--since", middle)]

@@ -30,7 +30,6 @@ block the pass).
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,13 +37,12 @@ from pathlib import Path
 
 import orjson
 
+from asz.adapters.agent_files import AGENT_SIDECAR, AGENT_TRANSCRIPT
 from asz.adapters.source_files import FileStat, open_regular
 from asz.adapters.transcript_landing import TranscriptSource
 from asz.bodykeys import is_session_id
 from asz.store import MAIN_STREAM
 
-AGENT_TRANSCRIPT = re.compile(r"^agent-([A-Za-z0-9][A-Za-z0-9_-]*)\.jsonl$")
-AGENT_SIDECAR = re.compile(r"^agent-([A-Za-z0-9][A-Za-z0-9_-]*)\.meta\.json$")
 TRANSCRIPT_SUFFIX = ".jsonl"
 PEEK_BYTES = 256 * 1024
 _CHUNK = 1 << 20
@@ -259,7 +257,7 @@ def _complete_lines(path: Path, limit: int | None) -> Iterator[bytes]:
         os.close(fd)
 
 
-def _line_object(line: bytes) -> dict | None:
+def _line_object(line: bytes) -> dict[str, object] | None:
     try:
         value = orjson.loads(line)
     except orjson.JSONDecodeError:

@@ -14,12 +14,12 @@ from typing import Any
 
 from asz.adapters.provider_ledger import Ledger, ledger_path, open_ledger
 from asz.adapters.provider_source import (
-    NotReadable,
     SourceFile,
     TooLarge,
     list_sources,
     read_body,
 )
+from asz.adapters.source_files import NotReadable
 from asz.bodykeys import read_keys
 from asz.config import Config
 from asz.store.root import Root

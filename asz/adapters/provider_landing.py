@@ -17,7 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from asz.adapters.provider_ledger import Ledger, LedgerEntry, State
-from asz.adapters.provider_source import NotReadable, TooLarge, read_body
+from asz.adapters.provider_source import TooLarge, read_body
+from asz.adapters.source_files import NotReadable
 from asz.store import CodecError, LandedFileError
 from asz.store.atomic import DirSyncs
 from asz.store.bodies import BodyLander, IncomingBody

@@ -79,6 +79,8 @@ _SELECT = (
     "SELECT name, size, mtime_ns, sha256, state, session, key_model, key_session, key_prompt,"
     " key_prev_request, key_message_id, key_request_id FROM entries WHERE name = ?"
 )
+_SeenRow = tuple[str, int, int, str, str]
+"""What the ledger keeps in memory of an entry: name, size, mtime_ns, state, session."""
 _UPSERT = "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _REQUESTS = "SELECT key_session, key_prev_request, mtime_ns FROM entries WHERE name LIKE ?"
 
@@ -102,7 +104,7 @@ class LedgerEntry:
     def same_stat(self, size: int, mtime_ns: int) -> bool:
         return self.size == size and self.mtime_ns == mtime_ns
 
-    def as_row(self) -> tuple:
+    def as_row(self) -> tuple[object, ...]:
         return (
             self.name,
             self.size,
@@ -114,9 +116,10 @@ class LedgerEntry:
         )
 
     @classmethod
-    def from_row(cls, row: tuple) -> LedgerEntry:
+    def from_row(cls, row: tuple[object, ...]) -> LedgerEntry:
         """An entry from its stored row; ValueError when a field does not hold."""
         name, size, mtime_ns, sha256, state, session, *keys = row
+        key_texts = [key for key in keys if key is None or isinstance(key, str)]
         if (
             type(name) is not str
             or type(size) is not int
@@ -124,10 +127,10 @@ class LedgerEntry:
             or type(sha256) is not str
             or type(session) is not str
             or state not in _STATES
-            or any(key is not None and type(key) is not str for key in keys)
+            or len(key_texts) != len(keys)
         ):
             raise ValueError(f"ledger row {name!r} has a field of the wrong type")
-        return cls(name, size, mtime_ns, sha256, _STATES[state], session, BodyKeys(*keys))
+        return cls(name, size, mtime_ns, sha256, _STATES[state], session, BodyKeys(*key_texts))
 
 
 class Ledger:
@@ -146,7 +149,7 @@ class Ledger:
         # since a long-running collector holds these for as long as it runs.
         shared: dict[str, str] = {}
         share = shared.setdefault
-        self._seen: dict[str, tuple] = {
+        self._seen: dict[str, _SeenRow] = {
             name: (name, size, mtime_ns, share(state, state), share(session, session))
             for name, size, mtime_ns, state, session in db.execute(
                 "SELECT name, size, mtime_ns, state, session FROM entries"
@@ -195,7 +198,7 @@ class Ledger:
     def get(self, name: str) -> LedgerEntry | None:
         if name not in self._seen:
             return None
-        row = self._db.execute(_SELECT, (name,)).fetchone()
+        row: tuple[object, ...] = self._db.execute(_SELECT, (name,)).fetchone()
         try:
             return LedgerEntry.from_row(row)
         except (TypeError, ValueError):
@@ -259,7 +262,7 @@ class Ledger:
         self.dirty = False
         return True
 
-    def _write(self, statement: str, values: tuple) -> None:
+    def _write(self, statement: str, values: tuple[object, ...]) -> None:
         if not self._readonly:
             self._db.execute(statement, values)
             self.dirty = True

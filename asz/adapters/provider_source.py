@@ -280,6 +280,7 @@ def _key(text: str, pos: int) -> int:
 
 def _string_end(text: str, pos: int) -> int:
     try:
-        return _scan_string(text, pos + 1, True)[1]
+        end: int = _scan_string(text, pos + 1, True)[1]
+        return end
     except ValueError:
         return -1

@@ -20,13 +20,17 @@ from asz.commands.listing import (
     add_filters,
     filtering,
     list_sessions,
+    listing_exit,
+    path_shortened,
     project_shown,
     say_none_listed,
+    time_headers,
     when_shown,
 )
 from asz.commands.problems import report_problems
 from asz.config import Config
 from asz.table import Column
+from asz.zones import Zone, zone_of
 
 if TYPE_CHECKING:
     from asz.view.ranking import Ranking
@@ -35,7 +39,7 @@ SUMMARY = (
     "say what broke the prompt cache at each request of a session, and what it cost; with no "
     "SESSION, rank every session by what its breaks wasted"
 )
-BY = ("project", "day")
+BY = ("cause", "project", "day")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,14 +48,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--by",
         choices=BY,
-        help="with no SESSION: list the totals per project or per UTC day instead of the "
-        "sessions (default: the sessions, then both totals; with --json, the sessions)",
+        help="with no SESSION: list the totals per cause of the breaks, per project or per "
+        "day (in UTC, or local with --local) instead of the sessions (default: the sessions, "
+        "then all three totals; with --json, the sessions)",
     )
     parser.add_argument(
         "--json",
         action="store_true",
         help="print the report as JSON; with no SESSION, a JSON list of the sessions, most "
-        "waste first (of the projects or days with --by) (docs/view.md)",
+        "waste first (of the causes, projects or days with --by) (docs/view.md)",
     )
 
 
@@ -94,7 +99,8 @@ def _every_session(args: argparse.Namespace, config: Config) -> int:
 
     listed = list_sessions(config, args)
     prices = price_table(config.prices)
-    ranking = Ranking()
+    zone = zone_of(args.local)
+    ranking = Ranking(zone)
     problems = [str(problem) for problem in listed.problems]
     met: dict[str, list[str]] = {}
     for problem in listed.problems:
@@ -104,22 +110,28 @@ def _every_session(args: argparse.Namespace, config: Config) -> int:
         problems += report["problems"]
         ranking.add(summary, report, met.get(summary.id, ()))
     if args.json:
-        listing = {"project": ranking.projects, "day": ranking.days}.get(args.by, ranking.sessions)
+        listing = {
+            "cause": ranking.causes,
+            "project": ranking.projects,
+            "day": ranking.days,
+        }.get(args.by, ranking.sessions)
         print_json(listing())
     elif listed.shown:
-        _print_ranking(ranking, unique_prefixes(listed.ids), args.by)
+        _print_ranking(ranking, unique_prefixes(listed.ids), args.by, zone)
     else:
         say_none_listed(config, args)
     # The sessions' JSON lists each one's problems; a session left out of it, or a --by
     # listing, has no place for them.
     shown = {summary.id for summary in listed.shown}
     in_json = args.by is None and met.keys() <= shown
-    return report_problems(problems, all_in="--json" if in_json else None)
+    return listing_exit(
+        listed, args, report_problems(problems, all_in="--json" if in_json else None)
+    )
 
 
-def _print_ranking(ranking: Ranking, prefixes: dict[str, str], by: str | None) -> None:
-    """The tables ``by`` asks for (the sessions, then per project and per day, when None),
-    then the sum of them all."""
+def _print_ranking(ranking: Ranking, prefixes: dict[str, str], by: str | None, zone: Zone) -> None:
+    """The tables ``by`` asks for (when None: the sessions, then what each cause cost beside
+    them, then per project and per day), then the sum of them all; times in ``zone``."""
     from asz.table import print_lines
     from asz.view.cache_text import money_said, percent
     from asz.words import count
@@ -130,19 +142,27 @@ def _print_ranking(ranking: Ranking, prefixes: dict[str, str], by: str | None) -
             [
                 prefixes[entry["session"]],
                 project_shown(entry["project"]),
-                when_shown(entry["first"]),
-                when_shown(entry["last"]),
+                when_shown(entry["first"], zone),
+                when_shown(entry["last"], zone),
             ]
             for entry in sessions
         ]
-        _print_figures(_SESSION_COLUMNS, named, sessions)
+        first, last = time_headers(zone)
+        columns = (*_SESSION_COLUMNS, Column(first, drop=7), Column(last, drop=3))
+        _print_figures(columns, named, sessions)
+    if by in (None, "cause"):
+        print("by cause, most waste first")
+        causes = ranking.causes()
+        named = [[entry["cause"], f"{entry['sessions']:,}"] for entry in causes]
+        _print_figures((Column("CAUSE"), _SESSIONS), named, causes)
     if by in (None, "project"):
         print("by project")
         projects = ranking.projects()
         named = [[project_shown(entry["project"]), f"{entry['sessions']:,}"] for entry in projects]
-        _print_figures((Column("PROJECT", wraps=True), _SESSIONS), named, projects)
+        project = Column("PROJECT", shorten=path_shortened)
+        _print_figures((project, _SESSIONS), named, projects)
     if by in (None, "day"):
-        print("by day (UTC)")
+        print(f"by day ({zone.label})")
         days = ranking.days()
         named = [[entry["day"] or "-", f"{entry['sessions']:,}"] for entry in days]
         _print_figures((Column("DAY"), _SESSIONS), named, days)
@@ -180,10 +200,9 @@ def _print_figures(
 
 _SESSION_COLUMNS = (
     Column("SESSION"),
-    Column("PROJECT", wraps=True, drop=1),
-    Column("FIRST", drop=7),
-    Column("LAST", drop=3),
+    Column("PROJECT", drop=1, shorten=path_shortened),
 )
+"""The columns naming a session; its first and last times follow, headed by their zone."""
 _SESSIONS = Column("SESSIONS", numeric=True, drop=8)
 _FIGURES = (
     Column("CALLS", numeric=True, drop=6),
@@ -199,14 +218,16 @@ hit ratio and the breaks go first, in that order."""
 
 
 _NUMERIC = frozenset({"#", "input", "read", "written", "rewritten", "waste $"})
-_DROPPED_FIRST = ("message", "stream", "input", "written")
+_DROPPED_FIRST = ("message", "stream", "input", "written", "read")
 """On a narrow terminal these go first, in this order (the message id is in ``asz view``,
-the input and written counts in ``--json``): the request prefix, the cause, what was read,
-re-written and wasted stay, and the detail wraps."""
+the counts in ``--json``): the request prefix, the cause, what was re-written and wasted
+stay, and the detail wraps; what was read goes last, only when an 80-column terminal meets a
+count of millions."""
 
 
-_DETAIL_NARROWEST = 32
-"""Narrower, a cause's detail wraps every word or two: the message and stream go first."""
+_DETAIL_NARROWEST = 26
+"""Narrower, a cause's detail wraps every word or two: the message and stream go first. At
+26 the table keeps what was read on an 80-column terminal."""
 
 
 def _column(header: str) -> Column:

@@ -48,8 +48,11 @@ def run(args: argparse.Namespace, config: Config) -> int:
         given = local_root(config, "asz demo")  # an archive: refused, saying why
     root_dir = given or (keep / "root" if keep else None)
     for chosen in (keep, root_dir):
-        if chosen is not None and chosen.exists() and any(chosen.iterdir()):
-            print(f"asz demo: {chosen} is not empty; name a new or empty one", file=sys.stderr)
+        if chosen is None or not chosen.exists():
+            continue
+        wrong = "not a directory" if not chosen.is_dir() else "not empty" * any(chosen.iterdir())
+        if wrong:
+            print(f"asz demo: {chosen} is {wrong}; name a new or empty directory", file=sys.stderr)
             return EXIT_USAGE
     workdir = keep or Path(tempfile.mkdtemp(prefix="asz-demo-"))
     try:

@@ -18,7 +18,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from asz.commands.args import SINCE_HELP, open_root, parse_since
+from asz.commands.args import SINCE_HELP, add_zone, open_root, parse_since
+from asz.commands.exits import EXIT_USAGE
+from asz.zones import Zone, zone_of
 
 if TYPE_CHECKING:
     from asz.config import Config
@@ -28,7 +30,8 @@ _GLOB = re.compile(r"[*?\[]")
 
 
 def add_filters(parser: argparse.ArgumentParser) -> None:
-    """``--project`` and ``--since``, read into ``args.project`` and ``args.since``."""
+    """``--project``, ``--since`` and ``--local``, read into ``args.project``, ``args.since``
+    (the text, read in the zone ``--local`` picks) and ``args.local``."""
     parser.add_argument(
         "--project",
         metavar="PATTERN",
@@ -43,13 +46,16 @@ def add_filters(parser: argparse.ArgumentParser) -> None:
         type=_since,
         help=f"only sessions active at or after WHEN: {SINCE_HELP} (default: all time)",
     )
+    add_zone(parser)
 
 
-def _since(text: str) -> datetime:
+def _since(text: str) -> str:
+    """The text, once it reads as a moment: which moment depends on ``--local``, read later."""
     try:
-        return parse_since(text)
+        parse_since(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+    return text
 
 
 def filtering(args: argparse.Namespace) -> bool:
@@ -73,6 +79,7 @@ def list_sessions(config: Config, args: argparse.Namespace) -> Listed:
     """The landed sessions ``args.project`` and ``args.since`` pick, newest first; a usage
     error (exit 2) when there is no root to list."""
     store = open_root(config)
+    since = None if args.since is None else parse_since(args.since, zone=zone_of(args.local))
     ids = store.sessions()
     shown: list[SessionSummary] = []
     problems: list[Problem] = []
@@ -80,7 +87,7 @@ def list_sessions(config: Config, args: argparse.Namespace) -> Listed:
         session = store.open_session(session_id)
         summary = session.summary()
         problems += session.problems
-        if _wanted(summary, args.project, args.since):
+        if _wanted(summary, args.project, since):
             shown.append(summary)
     shown.sort(key=lambda summary: summary.id)
     shown.sort(key=lambda summary: summary.last_activity or "", reverse=True)
@@ -106,6 +113,14 @@ def say_none_listed(config: Config, args: argparse.Namespace) -> None:
     print(f"asz: {said} under {config.location}", file=sys.stderr)
 
 
+def listing_exit(listed: Listed, args: argparse.Namespace, problems: int) -> int:
+    """A listing's exit code: EXIT_USAGE when ``--project`` or ``--since`` picked no session
+    (what was asked for is not there, which a script must tell from an empty answer), else
+    ``problems``, the code of what it met reading. An empty root is no such case: every
+    session of it is listed."""
+    return EXIT_USAGE if filtering(args) and not listed.shown else problems
+
+
 def project_shown(project: str | None) -> str:
     """The project as a person reads it: ``~`` for this user's home, ``-`` when unknown."""
     if project is None:
@@ -116,8 +131,29 @@ def project_shown(project: str | None) -> str:
     return project
 
 
-def when_shown(moment: str | None) -> str:
-    """A time in this machine's zone, to the minute; ``-`` when unknown."""
-    if moment is None:
-        return "-"
-    return datetime.fromisoformat(moment).astimezone().strftime("%Y-%m-%d %H:%M")
+def path_shortened(path: str, width: int) -> str:
+    """A path made to fit ``width`` from the left, whole names kept (``…/src/harborview``),
+    since its last names say which project it is; its last name alone when no more fits."""
+    from rich.cells import cell_len
+
+    names = path.split("/")
+    if cell_len(path) <= width or len(names) < 2:
+        return path
+    for keep in range(len(names) - 1, 0, -1):
+        shown = "…/" + "/".join(names[-keep:])
+        if cell_len(shown) <= width:
+            return shown
+    return shown
+
+
+def time_headers(zone: Zone) -> tuple[str, str]:
+    """The headers over the first and last times :func:`when_shown` gives, naming their zone:
+    every header over a time says which."""
+    return f"FIRST ({zone.label})", f"LAST ({zone.label})"
+
+
+def when_shown(moment: str | None, zone: Zone) -> str:
+    """A time in ``zone`` (UTC unless ``--local``), to the minute; ``-`` when unknown. One zone
+    for every command, so that a time read in one listing is found as it is in another."""
+    shown = zone.moment(moment)
+    return "-" if shown is None else shown.strftime("%Y-%m-%d %H:%M")

@@ -10,11 +10,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from asz.commands.args import add_session, landed_session
 from asz.commands.exits import EXIT_FAILED
 from asz.commands.problems import report_problems
 from asz.config import Config
+from asz.words import count
+
+if TYPE_CHECKING:
+    from asz.restore import Restored
 
 SUMMARY = "write a session's landed transcripts back to a directory"
 
@@ -41,11 +46,11 @@ def run(args: argparse.Namespace, config: Config) -> int:
     refused: list[str] = []
     try:
         with progress("restoring") as shown:
-            written = restore_session(session, to_dir, shown)
+            restored = restore_session(session, to_dir, shown)
     except RestoreRefused as err:
-        written, refused = err.written, err.refused
-    if written or refused:
-        print(f"restored {len(written)} file(s) under {to_dir}")
+        restored, refused = err.restored, err.refused
+    if restored.files or refused:
+        print(_restored_said(restored, to_dir))
     else:
         where = session.store.location
         print(f"asz: no landed transcripts of {session.id} under {where}", file=sys.stderr)
@@ -53,4 +58,13 @@ def run(args: argparse.Namespace, config: Config) -> int:
     named = "\n".join(refused)
     met = [problem for problem in map(str, session.problems) if problem not in named]
     code = report_problems([*refused, *met])
-    return code if written else EXIT_FAILED
+    return code if restored.files else EXIT_FAILED
+
+
+def _restored_said(restored: Restored, to_dir: Path) -> str:
+    """What a restore did, in words: the files it wrote, and those it found already holding
+    the landed bytes (a second restore writes none, and says so)."""
+    said = f"restored {count(len(restored.written), 'file')} under {to_dir}"
+    if restored.present:
+        said += f"; {count(len(restored.present), 'file')} already held the landed bytes"
+    return said

@@ -60,14 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _opened(config: Config) -> Store:
     """The root to serve, opened so that nothing is written to it: a directory on a backend
     that refuses every write, or an archive (whose backend writes only its local cache)."""
-    from asz.commands.args import open_root
+    from asz.commands.args import open_root, root_directory
     from asz.web.readonly import open_readonly
 
     if config.root_url:
         return open_root(config)
-    if not Path(config.root).is_dir():
-        raise UsageError(f"there is no storage root at {config.root}")
-    return open_readonly(config.root)
+    return open_readonly(root_directory(config))
 
 
 def run(args: argparse.Namespace, config: Config) -> int:

@@ -41,9 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
-    from asz.commands.args import local_root
+    from asz.commands.args import local_root, root_directory
     from asz.daemon.install import service_command
 
     if not args.web:  # the collector lands into a directory; the web view reads an archive too
         local_root(config, "the collector service")
+    elif not config.root_url:
+        root_directory(config, missing=None)
     return service_command(args.action, config, dry_run=args.dry_run, web=args.web)

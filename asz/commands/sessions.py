@@ -16,11 +16,15 @@ from typing import TYPE_CHECKING
 from asz.commands.listing import (
     add_filters,
     list_sessions,
+    listing_exit,
+    path_shortened,
     project_shown,
     say_none_listed,
+    time_headers,
     when_shown,
 )
 from asz.config import Config
+from asz.zones import Zone, zone_of
 
 if TYPE_CHECKING:
     from asz.store import SessionSummary
@@ -48,23 +52,24 @@ def run(args: argparse.Namespace, config: Config) -> int:
     if args.json:
         print_json([summary.as_dict() for summary in listed.shown])
     elif listed.shown:
-        _print_table(listed.shown, unique_prefixes(listed.ids))
+        _print_table(listed.shown, unique_prefixes(listed.ids), zone_of(args.local))
     else:
         say_none_listed(config, args)
-    return report_problems(listed.problems)
+    return listing_exit(listed, args, report_problems(listed.problems))
 
 
-def _print_table(shown: list[SessionSummary], prefixes: dict[str, str]) -> None:
+def _print_table(shown: list[SessionSummary], prefixes: dict[str, str], zone: Zone) -> None:
     from asz.table import Column, print_table
     from asz.words import size
 
+    first, last = time_headers(zone)
     # On a narrow terminal the least wanted go first: lines, bodies, the first activity...
     columns = [
         Column("SESSION"),
-        Column("PROJECT", wraps=True, drop=2),
-        Column("FIRST", drop=7),
-        Column("LAST", drop=1),
-        Column("MODELS", wraps=True, drop=4),
+        Column("PROJECT", drop=2, shorten=path_shortened),
+        Column(first, drop=7),
+        Column(last, drop=1),
+        Column("MODELS", drop=4, shorten=_families),
         Column("CALLS", numeric=True, drop=3),
         Column("BODIES", numeric=True, drop=8),
         Column("LINES", numeric=True, drop=9),
@@ -74,8 +79,8 @@ def _print_table(shown: list[SessionSummary], prefixes: dict[str, str]) -> None:
         [
             prefixes[summary.id],
             project_shown(summary.project),
-            when_shown(summary.first_activity),
-            when_shown(summary.last_activity),
+            when_shown(summary.first_activity, zone),
+            when_shown(summary.last_activity, zone),
             ", ".join(dict.fromkeys(_MODEL_NAME.sub("", model) for model in summary.models)),
             f"{summary.calls:,}",
             f"{summary.bodies:,}",
@@ -85,3 +90,20 @@ def _print_table(shown: list[SessionSummary], prefixes: dict[str, str]) -> None:
         for summary in shown
     ]
     print_table(columns, rows)
+
+
+def _families(models: str, width: int) -> str:
+    """The models cell made to fit ``width``: each model as its family (``opus, haiku``),
+    which is what tells sessions apart at a glance; a model of none of them as it is."""
+    from rich.cells import cell_len
+
+    from asz.view.families import model_family
+
+    if cell_len(models) <= width:
+        return models
+    named = [model_family(model) for model in models.split(", ")]
+    shown = [
+        family if family != "other" else model
+        for family, model in zip(named, models.split(", "), strict=True)
+    ]
+    return ", ".join(dict.fromkeys(shown))

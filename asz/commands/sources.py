@@ -147,10 +147,11 @@ def _print_bodies(bodies: dict[str, Any], config: Config) -> None:
 
 def _suggested_bodies_dir(config: Config) -> Path:
     """The bodies directory to tell Claude Code to write to: the one configured, else that of
-    the first Claude Code directory there is, where Claude Code already keeps its files."""
+    the first Claude Code directory there is, where Claude Code already keeps its files, else
+    that of ``~/.claude``, the one Claude Code documents (and the README names)."""
     if config.adapters.claude_code_provider.source_root:
         return config.bodies_dirs[0]
-    for claude, bodies in zip(config.claude_dirs, config.bodies_dirs, strict=True):
-        if claude.is_dir():
-            return bodies
-    return config.bodies_dirs[0]
+    pairs = list(zip(config.claude_dirs, config.bodies_dirs, strict=True))
+    there = [bodies for claude, bodies in pairs if claude.is_dir()]
+    documented = [bodies for claude, bodies in pairs if claude == Path.home() / ".claude"]
+    return [*there, *documented, config.bodies_dirs[0]][0]

@@ -13,6 +13,7 @@ from pathlib import Path
 from asz.commands.exits import EXIT_OK, UsageError
 from asz.config import Config
 from asz.synth.options import SynthOptions
+from asz.words import count
 
 SUMMARY = "write a synthetic Claude Code directory with its ground truth"
 
@@ -119,7 +120,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
         raise UsageError(str(err)) from None
     totals = expected["totals"]
     print(
-        f"wrote {totals['requests']} requests, {totals['responses']} responses and "
-        f"{len(expected['sessions'])} sessions' transcripts under {args.outdir}"
+        f"wrote {count(totals['requests'], 'request')}, {count(totals['responses'], 'response')} "
+        f"and the transcripts of {count(len(expected['sessions']), 'session')} under "
+        f"{args.outdir}"
     )
     return EXIT_OK

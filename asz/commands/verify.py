@@ -28,7 +28,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
     from asz.words import count, listing
 
     # A typo in --root must not read as a root that verifies.
-    store = open_root(config, missing="no storage root at")
+    store = open_root(config)
     sessions = None if args.session is None else [landed_session(config, args.session).id]
     with progress("verifying") as shown:
         report = store.verify(sessions, shown)

@@ -26,8 +26,8 @@ import anyio
 from structlog.typing import FilteringBoundLogger
 
 from asz import __version__
-from asz.adapters.claude_code_provider import ProviderState
 from asz.adapters.presence import absent_dirs, nothing_there
+from asz.adapters.provider_state import ProviderState
 from asz.commands.exits import EXIT_FAILED, EXIT_OK
 from asz.config import Config
 from asz.daemon.http import HealthState, ListenError, StatusServer

@@ -30,12 +30,12 @@ from pathlib import Path
 
 from asz.adapters.provider_index import INDEX_NAME
 from asz.adapters.provider_source import (
-    NotReadable,
     TooLarge,
     is_one_json_value,
     parse_body_name,
     read_body,
 )
+from asz.adapters.source_files import NotReadable
 
 UNREADABLE_MARGIN = 0.1
 """Seconds added to a parked body's deadline, so the pass it triggers is sure to find it old

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from asz.view.causes import FIRST, PRECEDENCE, UNKNOWN, UNREADABLE, show
+from asz.view.causes import show
+from asz.view.ranking import calls_by_cause
 
 COLUMNS = (
     "#",
@@ -58,8 +59,8 @@ def report_cells(report: dict[str, Any], shown: Mapping[str, str] | None = None)
 
 
 def report_summary(report: dict[str, Any]) -> list[str]:
-    """The lines after the table: the session's totals, each cause's share, and why the
-    report says nothing when it does not."""
+    """The lines after the table: the session's totals, each cause with its calls and the
+    dollars it wasted, and why the report says nothing when it does not."""
     empty_because = report["empty_because"]
     if not report["rows"]:
         return [f"session {report['session']}: nothing to report: {empty_because}"]
@@ -74,16 +75,47 @@ def report_summary(report: dict[str, Any]) -> list[str]:
         f"{totals['input_tokens']:,} not cached",
         money_said(totals),
     ]
-    for cause, entry in sorted(totals["by_cause"].items(), key=lambda kv: _rank(kv[0])):
-        count = entry["requests"]
-        noun = "request" if count == 1 else "requests"
-        lines.append(
-            f"  {cause:<11} {count:>5} {noun:<8}  "
-            f"{entry['cache_creation_input_tokens']:>10,} tokens written"
-        )
+    lines += _cause_lines(report)
     if empty_because:
         lines.append(empty_because)
     return lines
+
+
+def _cause_lines(report: dict[str, Any]) -> list[str]:
+    """The report's calls per cause, most waste first, each with the tokens it wrote and
+    re-wrote and the dollars it wasted; then the requests joined to no call on a line of
+    their own. Most of those are side requests (a session's title, a compaction summary):
+    they carry no usage, and counted under the cause their comparison found they would pass
+    for breaks that cost nothing."""
+    causes = calls_by_cause(report)
+    lines = [_cause_line("cause", "calls", "written", "rewritten", "waste $")] if causes else []
+    for entry in causes:
+        lines.append(
+            _cause_line(
+                entry["cause"],
+                f"{entry['calls']:,}",
+                f"{entry['cache_creation_input_tokens']:,}",
+                f"{entry['rewritten_tokens']:,}",
+                dollars(entry["waste_usd"]),
+            )
+        )
+    side = sum(
+        row["message_id"] is None and row["request_id"] is not None for row in report["rows"]
+    )
+    if side:
+        lines.append(
+            f"  {SIDE:<13}{side:>6}  {'request' if side == 1 else 'requests'} joined to no call, "
+            "such as side requests (a title, a compaction summary): no usage, nothing wasted"
+        )
+    return lines
+
+
+SIDE = "no call"
+"""The line of the requests joined to no call, apart from the causes of calls."""
+
+
+def _cause_line(cause: str, calls: str, written: str, rewritten: str, waste: str) -> str:
+    return f"  {cause:<13}{calls:>6}{written:>12}{rewritten:>12}{waste:>10}"
 
 
 def money_said(totals: Mapping[str, Any]) -> str:
@@ -113,11 +145,6 @@ def dollars(value: float | None) -> str:
 def percent(ratio: float | None) -> str:
     """A hit ratio as ``63.6%``; ``-`` when there was nothing to hit."""
     return "-" if ratio is None else f"{ratio:.1%}"
-
-
-def _rank(cause: str) -> int:
-    order = (FIRST, *PRECEDENCE, UNKNOWN, UNREADABLE)
-    return order.index(cause) if cause in order else len(order)
 
 
 def _cell(value: object) -> str:

@@ -39,6 +39,16 @@ def session_report(session: Session, prices: PriceTable, *, keep: bool = True) -
     return reported(session, prices, keep=keep).report
 
 
+def kept_report(session: Session) -> dict[str, Any] | None:
+    """The report kept for the session, whatever it was made from, or None; never builds
+    one (``asz statusline`` takes the causes from it and may not wait for a build)."""
+    kept = KEPT_REPORT.read(session)
+    if kept is None or not _is_kept(kept.value, session):
+        return None
+    report: dict[str, Any] = kept.value["report"]
+    return report
+
+
 def reported(session: Session, prices: PriceTable, *, keep: bool = True) -> Reported:
     """The session's report and the one kept before it, the kept file read once."""
     kept = KEPT_REPORT.read(session) if session.trusts_derived else None

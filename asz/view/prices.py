@@ -16,12 +16,11 @@ call's writes were 1-hour ones, else at the 5-minute price.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
-from importlib.resources import files
+from pathlib import Path
 
 from asz.config import ModelPrice, model_prices
 from asz.view.usage import Usage
@@ -41,6 +40,8 @@ class PriceTable:
 
     def fingerprint(self) -> str:
         """A digest of every price: a result priced by another table is priced again."""
+        import hashlib  # here: loading it is a good part of ``asz statusline``'s start
+
         return hashlib.sha256(repr(self.tables).encode()).hexdigest()[:16]
 
     def price_of(self, model: str | None) -> ModelPrice | None:
@@ -58,7 +59,9 @@ class PriceTable:
 
 @cache
 def shipped_prices() -> PriceTable:
-    data = tomllib.loads(files("asz.view").joinpath("prices.toml").read_text("utf-8"))
+    # Read beside this module: importlib.resources would load zipfile, tempfile and threading,
+    # a good part of ``asz statusline``'s start, for a package that is always installed as files.
+    data = tomllib.loads(Path(__file__).with_name("prices.toml").read_text("utf-8"))
     return PriceTable(
         taken=str(data["taken"]),
         source=str(data["source"]),

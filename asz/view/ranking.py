@@ -2,22 +2,26 @@
 the same sums per project and per day.
 
 A person asking "where did the cache cost me" wants the worst session first, not a report to
-open per session. A session's figures are its report's ``totals`` unchanged, so the ranking
-and ``asz cache SESSION`` never disagree. A project's and a day's are summed from the
-reports' call rows, each call on the UTC date of its ``time`` (a session running past
-midnight counts on both days), so the groups add up to the sessions they hold. See
-``docs/view.md``.
+open per session, and then what kind of change cost the most. A session's figures are its
+report's ``totals`` unchanged, so the ranking and ``asz cache SESSION`` never disagree. A
+project's, a day's and a cause's are summed from the reports' call rows, each call on the date
+of its ``time`` (in UTC, or the zone asked for; a session running past midnight counts on both
+days) and under the
+cause of its request (``no_request`` where none landed), so the groups add up to the sessions
+they hold. A request joined to no call (a side request: a session's title, a compaction
+summary) carries no usage, so it is in no group. See ``docs/view.md``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from asz.store import SessionSummary
 from asz.view.prices import DIGITS
+from asz.view.spend import NO_REQUEST
+from asz.zones import IN_UTC, Zone
 
 
 @dataclass(slots=True)
@@ -81,10 +85,13 @@ class Ranking:
     A report is read into a few numbers and let go, so a root of thousands of sessions is
     ranked in the memory of one report."""
 
-    def __init__(self) -> None:
+    def __init__(self, zone: Zone = IN_UTC) -> None:
+        self._zone = zone
+        """The zone whose dates the calls are summed per day on."""
         self._sessions: list[dict[str, Any]] = []
         self._projects: dict[str | None, _Tally] = {}
         self._days: dict[str | None, _Tally] = {}
+        self._causes: dict[str, _Tally] = {}
         self._all = _Tally()
         self._unpriced: set[str] = set()
 
@@ -119,8 +126,9 @@ class Ranking:
         project = self._projects.setdefault(summary.project, _Tally())
         project.sessions.add(summary.id)  # a session with no call is still the project's
         for row in calls:
-            day = self._days.setdefault(utc_day(row["time"]), _Tally())
-            for tally in (project, day, self._all):
+            day = self._days.setdefault(day_of(row["time"], self._zone), _Tally())
+            cause = self._causes.setdefault(cause_of(row), _Tally())
+            for tally in (project, day, cause, self._all):
                 tally.add(summary.id, row)
 
     def sessions(self) -> list[dict[str, Any]]:
@@ -133,10 +141,16 @@ class Ranking:
         return _most_waste_first(found)
 
     def days(self) -> list[dict[str, Any]]:
-        """Per UTC date of the calls, newest first; calls with no time last (``null``)."""
+        """Per date of the calls (in the ranking's zone), newest first; calls with no time
+        last (``null``)."""
         found = [{"day": day, **tally.as_dict()} for day, tally in self._days.items()]
         found.sort(key=lambda entry: entry["day"] or "", reverse=True)
         return sorted(found, key=lambda entry: entry["day"] is None)
+
+    def causes(self) -> list[dict[str, Any]]:
+        """Per cause of the calls' requests, most waste first: what kind of change cost the
+        most, over every session added."""
+        return _by_cause(self._causes)
 
     def total(self) -> dict[str, Any]:
         """Every added session's calls in one sum, with the models no price was found for;
@@ -146,6 +160,29 @@ class Ranking:
             "sessions": len(self._sessions),
             "unpriced_models": sorted(self._unpriced),
         }
+
+
+def calls_by_cause(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """One report's calls summed per cause, most waste first, as :meth:`Ranking.causes` sums
+    them: each cause with its calls, breaks, tokens and dollars, so that a cause is read with
+    what it cost. A request joined to no call is in none: it carries no usage."""
+    causes: dict[str, _Tally] = {}
+    for row in report["rows"]:
+        if row["message_id"] is not None:
+            causes.setdefault(cause_of(row), _Tally()).add(report["session"], row)
+    return _by_cause(causes)
+
+
+def cause_of(row: dict[str, Any]) -> str:
+    """The cause a call row is summed under: its request's, or ``no_request`` when its
+    request did not land (the usage says whether it broke, not why), as the service's
+    counters count it."""
+    cause: str | None = row["cause"]
+    return cause or NO_REQUEST
+
+
+def _by_cause(causes: dict[str, _Tally]) -> list[dict[str, Any]]:
+    return _most_waste_first([{"cause": name, **tally.as_dict()} for name, tally in causes.items()])
 
 
 def _most_waste_first(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -161,15 +198,8 @@ def _most_waste_first(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     )
 
 
-def utc_day(time: str | None) -> str | None:
-    """The UTC date (``2026-01-31``) of a time as Claude Code writes it; None without one.
-    A time with no zone is taken as UTC, as Claude Code writes every time in it."""
-    if time is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(time)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).date().isoformat()
+def day_of(time: str | None, zone: Zone) -> str | None:
+    """The date (``2026-01-31``) in ``zone`` of a time as Claude Code writes it (in UTC);
+    None without one."""
+    moment = zone.moment(time)
+    return None if moment is None else moment.date().isoformat()

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from asz.view.calls import Call, Stream, Transcript
+if TYPE_CHECKING:  # the store behind them is not loaded by those who fold lines themselves
+    from asz.view.calls import Call, Stream, Transcript
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,38 +60,50 @@ class Expectation:
     rewritten_tokens: int | None = None
 
 
+class StreamBreaks:
+    """The invariant along one stream, told its non-synthetic calls in order: the one place
+    a break is found, whether the calls come from a landed session (:func:`expectations`) or
+    from a transcript read as it grows (``asz statusline``)."""
+
+    __slots__ = ("expected_read",)
+
+    def __init__(self, expected_read: int | None = None) -> None:
+        self.expected_read = expected_read
+        """What the next call should read; None when the next call is a start."""
+
+    def restart(self) -> None:
+        """A compaction, or a gap in the lines, before the next call: it is a start."""
+        self.expected_read = None
+
+    def call(self, usage: Usage | None) -> Expectation:
+        """What the invariant says of the next call, whose usage is ``usage``."""
+        expected = self.expected_read
+        read = usage.cache_read if usage is not None else None
+        written = usage.cache_creation if usage is not None else None
+        self.expected_read = read + written if read is not None and written is not None else None
+        if expected is None:
+            return Expectation()
+        if read is None:
+            return Expectation(expected_read=expected)
+        return Expectation(expected_read=expected, rewritten_tokens=max(0, expected - read))
+
+
 def expectations(
     transcript: Transcript, usage_of: Mapping[str, Usage | None]
 ) -> dict[str, Expectation]:
     """Message id -> what the invariant says of that call, for every non-synthetic call."""
     found: dict[str, Expectation] = {}
     for stream in transcript.streams.values():
+        breaks = StreamBreaks()
         previous: Call | None = None
         for call in stream.calls:
             if call.synthetic:
                 continue
-            found[call.message_id] = _expect(transcript, stream, previous, call, usage_of)
+            if previous is not None and _start_between(transcript, stream, previous, call):
+                breaks.restart()
+            found[call.message_id] = breaks.call(usage_of.get(call.message_id))
             previous = call
     return found
-
-
-def _expect(
-    transcript: Transcript,
-    stream: Stream,
-    previous: Call | None,
-    call: Call,
-    usage_of: Mapping[str, Usage | None],
-) -> Expectation:
-    if previous is None or _start_between(transcript, stream, previous, call):
-        return Expectation()
-    before = usage_of.get(previous.message_id)
-    if before is None or before.cache_read is None or before.cache_creation is None:
-        return Expectation()
-    expected = before.cache_read + before.cache_creation
-    now = usage_of.get(call.message_id)
-    if now is None or now.cache_read is None:
-        return Expectation(expected_read=expected)
-    return Expectation(expected_read=expected, rewritten_tokens=max(0, expected - now.cache_read))
 
 
 def _start_between(transcript: Transcript, stream: Stream, previous: Call, call: Call) -> bool:

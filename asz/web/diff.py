@@ -4,7 +4,9 @@ paragraph, not 20 KB.
 
 ``difflib`` finds the matching lines; long inputs are cut to ``MAX_LINES`` lines a side
 first, since its cost grows faster than the input and a page must answer in well under a
-second.
+second. What it shows is bounded too: a line past ``LINE`` characters (a 2 MB prompt is one
+line) shows its start and how much it leaves out, and a comparison shows ``MAX_ROWS`` rows,
+then says how many more there are; the exact bytes of both requests are linked beside it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from dataclasses import dataclass
 CONTEXT = 3
 """Equal lines shown around each change."""
 MAX_LINES = 4000
+LINE = 2000
+"""Characters of one line a row shows."""
+MAX_ROWS = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +56,23 @@ def side_by_side(old: str, new: str) -> list[Row]:
                     right[b] if has_right else "",
                 )
             )
-    return rows
+    shown = [_cut(row) for row in rows[:MAX_ROWS]]
+    if len(rows) > MAX_ROWS:
+        more = len(rows) - MAX_ROWS
+        shown.append(Row("folded", None, f"{more:,} more rows not shown", None, ""))
+    return shown
+
+
+def _cut(row: Row) -> Row:
+    if len(row.left) <= LINE and len(row.right) <= LINE:
+        return row
+    return Row(row.kind, row.left_number, _short(row.left), row.right_number, _short(row.right))
+
+
+def _short(line: str) -> str:
+    if len(line) <= LINE:
+        return line
+    return f"{line[:LINE]} … ({len(line) - LINE:,} more characters not shown)"
 
 
 def _equal(lines: list[str], i1: int, i2: int, j1: int, *, first: bool, last: bool) -> list[Row]:

@@ -11,7 +11,11 @@ error page, a static file) can answer without it. What it enforces is decided in
 - with a token configured, every request carries it: ``Authorization: Bearer <token>``, or
   the cookie set when a link carrying ``?token=<token>`` is opened once (the server answers
   that link with a redirect to the same page without the token, so it leaves the address bar
-  and the history); else 401;
+  and the history); else 401. That redirect goes to the page the route matched, rebuilt
+  from its name and parameters, never to the path as sent: ``//evil.example/x`` or
+  ``/%5Cevil.example/`` would otherwise send the browser to another site (an open redirect);
+- a path holding a control character (``/a%0d%0aSet-Cookie:...``) names no page and could
+  break a header that quotes it: 400;
 - every answer carries a Content-Security-Policy that allows no script at all and nothing
   from another origin (the pages need no script: sorting, filtering and paging are links and
   forms, folding is ``<details>``), with ``nosniff``, no referrer, no framing and no caching.
@@ -20,6 +24,8 @@ error page, a static file) can answer without it. What it enforces is decided in
 from __future__ import annotations
 
 import hmac
+import re
+from collections.abc import Callable
 from http.cookies import CookieError, SimpleCookie
 from urllib.parse import parse_qsl, urlencode
 
@@ -43,6 +49,7 @@ HEADERS = (
 )
 METHODS = frozenset({"GET", "HEAD"})
 TOKEN_PARAMETER = "token"  # noqa: S105 - the parameter's name, not a token
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def cookie_name(port: int) -> str:
@@ -53,9 +60,11 @@ def cookie_name(port: int) -> str:
 class Guard:
     """The ASGI middleware (see the module)."""
 
-    def __init__(self, app: ASGIApp, access: Access) -> None:
+    def __init__(self, app: ASGIApp, access: Access, landing: Callable[[str], str]) -> None:
         self.app = app
         self.access = access
+        self.landing = landing
+        """The path on this origin to send a signed-in request to, from its request path."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -67,7 +76,7 @@ class Guard:
         refusal = self._refusal(scope, headers)
         if refusal is not None:
             status, text, extra = refusal
-            await _plain(send, status, text, extra)
+            await answer_plain(send, status, text, extra)
             return
         if self.access.token is not None and TOKEN_PARAMETER in _query(scope):
             await self._set_cookie(scope, send)
@@ -79,6 +88,8 @@ class Guard:
     ) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
         if scope["method"] not in METHODS:
             return 405, "this server only reads: GET and HEAD", [(b"allow", b"GET, HEAD")]
+        if _CONTROL.search(scope["path"]):
+            return 400, "a path holding a control character names no page", []
         if not self.access.host_allowed(headers.get("host", "")):
             return 403, "this server does not answer to that Host", []
         if self.access.token is None:
@@ -93,11 +104,11 @@ class Guard:
         token = self.access.token
         assert token is not None
         kept = [(key, value) for key, value in _query(scope).items() if key != TOKEN_PARAMETER]
-        target = scope.get("root_path", "") + scope["path"]
+        target = self.landing(scope["path"])
         if kept:
             target += "?" + urlencode(kept)
         cookie = f"{cookie_name(self.access.port)}={token}; HttpOnly; SameSite=Strict; Path=/"
-        await _plain(
+        await answer_plain(
             send,
             303,
             "signed in",
@@ -149,10 +160,15 @@ def _secured(send: Send) -> Send:
     return sending
 
 
-async def _plain(send: Send, status: int, text: str, extra: list[tuple[bytes, bytes]]) -> None:
+async def answer_plain(
+    send: Send, status: int, text: str, extra: list[tuple[bytes, bytes]], *, html: bool = False
+) -> None:
+    """A whole answer written here, before or around the application, with the security
+    headers: ``text`` as plain text, or as a page when ``html``."""
     body = (text + "\n").encode()
+    kind = b"text/html; charset=utf-8" if html else b"text/plain; charset=utf-8"
     headers = [
-        (b"content-type", b"text/plain; charset=utf-8"),
+        (b"content-type", kind),
         (b"content-length", str(len(body)).encode()),
         *extra,
     ]

@@ -9,16 +9,22 @@ derived files by the session's landed mark (``Session.landed_mark``, a listing o
 directories): while the mark holds, the copy is the answer. The small results (summaries,
 report totals, prompt text) are kept for every session; the large ones (a view, a report)
 for the few sessions looked at last, so memory stays bounded however large the root is.
+Those few sessions' ``Session`` objects are kept too, with what they hold of their bodies: a
+call page rebuilds its request through the records landed before it, and a session opened
+afresh for each page did that walk from the start every time (a second for a long
+session's last call). A kept session is used by one page at a time (its own lock), since its
+readers keep state between reads.
 
 Everything here is blocking work; the pages run it in worker threads.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
@@ -27,10 +33,12 @@ from asz.store import BodyNotFound, CodecError, Session, SessionSummary, Store, 
 from asz.view import build_view
 from asz.view.kept import session_report
 from asz.view.prices import PriceTable
-from asz.web.prompts import prompt_texts
+from asz.web.prompts import Prompt, session_prompts
+from asz.web.timeline import Timeline, timeline
 
 LARGE_KEPT = 4
-"""Sessions whose view and report are kept in memory: the ones looked at last."""
+"""Sessions whose view, report and timeline are kept in memory: the ones looked at last."""
+LARGE_KINDS = ("view", "report", "timeline")
 
 T = TypeVar("T")
 
@@ -46,8 +54,17 @@ class Listed:
     summary: SessionSummary
     totals: dict[str, Any]
     """The cache report's totals (hit ratio, re-written tokens, cost and waste)."""
-    prompts: str
-    """The session's prompt text, lower case, for the search box."""
+    prompts: list[Prompt]
+    """The session's prompts, for the search box."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Opened:
+    """A kept session, the landed mark it was opened at, and the lock its users take."""
+
+    session: Session
+    mark: str
+    lock: threading.RLock = field(default_factory=threading.RLock)
 
 
 class Library:
@@ -59,16 +76,39 @@ class Library:
         self._lock = threading.Lock()
         self._small: dict[tuple[str, str], tuple[str, Any]] = {}
         self._large: OrderedDict[tuple[str, str], tuple[str, Any]] = OrderedDict()
+        self._opened: OrderedDict[str, _Opened] = OrderedDict()
 
     def session(self, session_id: str) -> Session:
-        """The landed session; Missing for an id that is not one, or that the root lacks.
-        The id is checked before any path is built from it."""
+        """The landed session, the kept one while its landed files are the same; Missing for
+        an id that is not one, or that the root lacks. The id is checked before any path is
+        built from it."""
         if not is_session_id(session_id):
             raise Missing(f"{session_id!r} is not a session id")
+        with self._lock:
+            kept = self._opened.get(session_id)
+        if kept is not None and kept.session.landed_mark() == kept.mark:
+            with self._lock:
+                if session_id in self._opened:
+                    self._opened.move_to_end(session_id)
+            return kept.session
         try:
-            return self.store.session(session_id)
+            session = self.store.session(session_id)
         except UnknownSession:
             raise Missing(f"no session {session_id} has landed in this root") from None
+        with self._lock:
+            self._opened[session_id] = _Opened(session, session.landed_mark())
+            while len(self._opened) > LARGE_KEPT:
+                self._opened.popitem(last=False)
+        return session
+
+    def _using(self, session: Session) -> contextlib.AbstractContextManager[Any]:
+        """The lock of a kept session (held while one page reads it); none for a session
+        that is not kept, which no other page has."""
+        with self._lock:
+            kept = self._opened.get(session.id)
+        if kept is not None and kept.session is session:
+            return kept.lock
+        return contextlib.nullcontext()
 
     def listed(self) -> list[Listed]:
         """Every landed session, as the list shows it (in no particular order)."""
@@ -78,43 +118,69 @@ class Library:
             mark = session.landed_mark()
             found.append(
                 Listed(
-                    self._kept(self._small, "summary", session, mark, session.summary),
+                    self.summary(session, mark),
                     self._kept(
-                        self._small, "totals", session, mark, partial(self._totals, session)
+                        self._small, "totals", session, mark, partial(self._totals, session, mark)
                     ),
-                    self._kept(self._small, "prompts", session, mark, partial(_prompts, session)),
+                    self._kept(
+                        self._small, "prompts", session, mark, partial(session_prompts, session)
+                    ),
                 )
             )
         return found
 
-    def _totals(self, session: Session) -> dict[str, Any]:
-        totals: dict[str, Any] = self.report(session)["totals"]
+    def summary(self, session: Session, mark: str | None = None) -> SessionSummary:
+        """The session in one line, as the list shows it (its models, its counts), so that
+        the session page says what the list says. ``mark``: its landed mark, when known."""
+        mark = session.landed_mark() if mark is None else mark
+        with self._using(session):
+            return self._kept(self._small, "summary", session, mark, session.summary)
+
+    def _totals(self, session: Session, mark: str) -> dict[str, Any]:
+        totals: dict[str, Any] = self.report(session, mark)["totals"]
         return totals
 
     def view(self, session: Session) -> dict[str, Any]:
         """The session's view document (``asz view --json``)."""
-        return self._kept(
-            self._large, "view", session, session.landed_mark(), lambda: build_view(session)
-        )
+        with self._using(session):
+            return self._kept(
+                self._large, "view", session, session.landed_mark(), lambda: build_view(session)
+            )
 
-    def report(self, session: Session) -> dict[str, Any]:
+    def report(self, session: Session, mark: str | None = None) -> dict[str, Any]:
         """The session's cache report (``asz cache SESSION --json``): the root's kept one
-        while it holds, else built; never kept in the root."""
-        return self._kept(
-            self._large,
-            "report",
-            session,
-            session.landed_mark(),
-            lambda: session_report(session, self.prices, keep=False),
-        )
+        while it holds, else built; never kept in the root, but kept where the root's
+        derived state lives apart from it (an archive's local cache). ``mark``: its landed
+        mark, when known (the list knows it for every session, and each costs a listing)."""
+        keep = bool(getattr(self.store.backend, "derived_apart", False))
+        with self._using(session):
+            return self._kept(
+                self._large,
+                "report",
+                session,
+                session.landed_mark() if mark is None else mark,
+                lambda: session_report(session, self.prices, keep=keep),
+            )
+
+    def timeline(self, session: Session) -> Timeline:
+        """The session's calls and compactions in time, numbered (:mod:`.timeline`)."""
+        with self._using(session):
+            return self._kept(
+                self._large,
+                "timeline",
+                session,
+                session.landed_mark(),
+                lambda: timeline(self.view(session), self.report(session)),
+            )
 
     def body(self, session: Session, record_id: str) -> bytes:
         """A body's exact bytes; Missing for a record id the session does not hold (checked
         against its manifests before anything is read by it)."""
-        if record_id not in session.manifests():
-            raise Missing(f"session {session.id} holds no body {record_id}")
         try:
-            return session.body(record_id)
+            with self._using(session):
+                if record_id not in session.manifests():
+                    raise Missing(f"session {session.id} holds no body {record_id}")
+                return session.body(record_id)
         except (BodyNotFound, CodecError) as err:
             raise Missing(
                 f"body {record_id} of session {session.id} does not read: {err}"
@@ -140,11 +206,6 @@ class Library:
         with self._lock:
             store[key] = (mark, made)
             if isinstance(store, OrderedDict):
-                while len(store) > 2 * LARGE_KEPT:
+                while len(store) > len(LARGE_KINDS) * LARGE_KEPT:
                     store.popitem(last=False)
         return made
-
-
-def _prompts(session: Session) -> str:
-    """The session's prompt text, lower case, as the search box compares it."""
-    return "\n".join(prompt_texts(session)).lower()

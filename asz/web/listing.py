@@ -2,20 +2,27 @@
 
 Every choice is a query parameter of ``/`` (so a filtered, sorted list is a link), read here
 into a :class:`Choice` whose every value is one the page offers: an unknown column or order
-is the default, a date that is not ``YYYY-MM-DD`` is no filter.
+or a date that is not a day (``YYYY-MM-DD``) is a :class:`BadQuery`, which the page answers
+with 400 saying which; an empty value is no choice (the form sends empty fields).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from asz.web.library import Listed
+from asz.web.pagination import BadQuery
+from asz.web.prompts import Prompt
 
 MAX_SEARCH = 200
-_DATE = re.compile(r"\d{4}-\d\d-\d\d")
+MAX_FOUND = 100
+"""Prompts the list shows for a search; it says how many more it found."""
+AROUND = 80
+"""Characters of a found prompt shown on each side of what it matched."""
+ORDERS = ("desc", "asc")
 
 
 def _figure(name: str) -> Callable[[Listed], Any]:
@@ -60,13 +67,19 @@ class Choice:
 
 
 def choice_of(params: Mapping[str, str]) -> Choice:
-    sort = params.get("sort", "last")
+    """The choice the query parameters make; BadQuery for a value the page does not offer."""
+    sort = params.get("sort") or "last"
+    if sort not in COLUMNS:
+        raise BadQuery(f"sort={sort!r} is no column: one of {', '.join(COLUMNS)}")
+    order = params.get("order") or "desc"
+    if order not in ORDERS:
+        raise BadQuery(f"order={order!r} is neither {' nor '.join(ORDERS)}")
     return Choice(
-        sort=sort if sort in COLUMNS else "last",
-        descending=params.get("order", "desc") != "asc",
+        sort=sort,
+        descending=order == "desc",
         project=params.get("project", "")[:MAX_SEARCH],
-        since=_date(params.get("since", "")),
-        until=_date(params.get("until", "")),
+        since=_date("since", params.get("since", "")),
+        until=_date("until", params.get("until", "")),
         search=params.get("q", "").strip()[:MAX_SEARCH],
     )
 
@@ -92,8 +105,47 @@ def _wanted(entry: Listed, choice: Choice) -> bool:
         return False
     if choice.until and (summary.first_activity or "9999")[:10] > choice.until:
         return False
-    return not choice.search or choice.search.lower() in entry.prompts
+    wanted = choice.search.lower()
+    return not wanted or any(wanted in prompt.lowered for prompt in entry.prompts)
 
 
-def _date(text: str) -> str:
-    return text if _DATE.fullmatch(text) else ""
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A prompt a search matched, with its session, and the text around the match."""
+
+    entry: Listed
+    prompt: Prompt
+    before: str
+    match: str
+    after: str
+
+
+def found_prompts(entries: list[Listed], search: str) -> list[Found]:
+    """Every prompt of ``entries`` (in their order) that holds ``search``, in any case."""
+    wanted = search.lower()
+    found = []
+    for entry in entries:
+        for prompt in entry.prompts:
+            at = prompt.lowered.find(wanted)
+            if at >= 0:
+                found.append(_found(entry, prompt, at, len(wanted)))
+    return found
+
+
+def _found(entry: Listed, prompt: Prompt, at: int, length: int) -> Found:
+    # lower() keeps the length of nearly every text; where it does not, show the lower case
+    text = prompt.text if len(prompt.text) == len(prompt.lowered) else prompt.lowered
+    start, end = max(0, at - AROUND), at + length + AROUND
+    before = ("…" if start else "") + text[start:at]
+    after = text[at + length : end] + ("…" if end < len(text) else "")
+    return Found(entry, prompt, before, text[at : at + length], after)
+
+
+def _date(name: str, text: str) -> str:
+    """The day as the filters compare it (``YYYY-MM-DD``); none for an empty field."""
+    if not text:
+        return ""
+    try:
+        return date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise BadQuery(f"{name}={text!r} is not a day: YYYY-MM-DD, such as 2026-09-18") from None

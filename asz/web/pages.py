@@ -1,5 +1,6 @@
-"""The four pages and the 404 page: each reads what it shows through the library, in a
-worker thread, and renders its template there too (a 200 KB request is a large page).
+"""The pages (the list, a session, a call, a body's bytes and a body's page) and the 404 and
+400 pages: each reads what it shows through the library, in a worker thread, and renders its
+template there too (a 200 KB request is a large page).
 
 Every id in a URL is checked before it is used: a session id must be in Claude Code's UUID
 form and landed, a message id one of the session's calls, a record id one of its bodies.
@@ -20,12 +21,13 @@ from starlette.responses import HTMLResponse, Response
 
 from asz.web.chart import cache_chart, weight_bar
 from asz.web.compare import difference
-from asz.web.formats import FILTERS
+from asz.web.formats import FILTERS, visible
 from asz.web.library import Library, Missing
-from asz.web.listing import choice_of, chosen
+from asz.web.listing import MAX_FOUND, choice_of, chosen, found_prompts
 from asz.web.pagination import page_items, page_of
-from asz.web.request import pretty, request_parts
-from asz.web.timeline import timeline
+from asz.web.request import PAGE_TEXT, pretty, request_parts
+from asz.web.timeline import CallRow, Timeline
+from asz.words import count
 
 SESSIONS_PER_PAGE = 100
 ROWS_PER_PAGE = 200
@@ -43,6 +45,7 @@ def environment() -> Environment:
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=visible,
     )
     env.filters.update(FILTERS)
     env.filters["segment"] = lambda value: quote(str(value), safe="")
@@ -77,9 +80,13 @@ class Pages:
             entries = self.library.listed()
             shown = chosen(entries, choice)
             page = page_of(len(shown), SESSIONS_PER_PAGE, asked)
+            found = found_prompts(shown, choice.search) if choice.search else []
             return {
+                "found": found[:MAX_FOUND],
+                "found_count": len(found),
                 "entries": page_items(shown, page),
                 "total": len(entries),
+                "root": self.library.store.location,
                 "page": page,
                 "choice": choice,
             }
@@ -94,14 +101,16 @@ class Pages:
             session = self.library.session(session_id)
             view = self.library.view(session)
             report = self.library.report(session)
-            found = timeline(view, report)
+            found = self.library.timeline(session)
             page = page_of(len(found.items), ROWS_PER_PAGE, asked)
             return {
                 "view": view,
+                "summary": self.library.summary(session),
                 "report": report,
                 "items": page_items(found.items, page),
                 "page": page,
                 "chart": cache_chart(found.items),
+                "counted": _counted(len(found.calls), len(found.items) - len(found.calls)),
                 "numbers": {call.message_id: call.n for call in found.calls},
                 "problems": list(dict.fromkeys([*view["problems"], *report["problems"]])),
             }
@@ -121,8 +130,13 @@ class Pages:
             raise Missing(f"session {session.id} has no call {message_id}")
         report = self.library.report(session)
         row = next((r for r in report["rows"] if r["message_id"] == message_id), None)
-        bodies = {body["role"]: body["id"] for body in call["provider_bodies"]}
+        in_time = self.library.timeline(session)
+        before, here, after = in_time.around(message_id)
+        # a compaction's call, or one whose join was ambiguous, has neither or only one
+        bodies: dict[str, str | None] = {"request": None, "response": None}
+        bodies.update((body["role"], body["id"]) for body in call["provider_bodies"])
         found: dict[str, Any] = {"call": call, "row": row, "bodies": bodies, "session": view}
+        found.update(here=here, before=before, after=after, compared=None)
         found.update(request=None, response=None, difference=None, previous=None)
         request_id = bodies.get("request")
         if request_id is not None:
@@ -137,6 +151,7 @@ class Pages:
                     earlier = _object(self.library.body(session, previous))
                     if earlier is not None:
                         found["previous"] = previous
+                        found["compared"] = _call_of(view, in_time, previous)
                         found["difference"] = difference(earlier, parsed)
         response_id = bodies.get("response")
         if response_id is not None:
@@ -164,14 +179,63 @@ class Pages:
             data, media_type="application/json", headers={"content-security-policy": BODY_CSP}
         )
 
+    async def body_page(self, request: Request) -> Response:
+        """A body as a page: what it is, the call it joined (or why none), links back, and
+        its text (the first ``PAGE_TEXT`` characters), beside the link to its exact bytes."""
+        session_id = request.path_params["session"]
+        record_id = request.path_params["record_id"]
+
+        def make() -> dict[str, Any]:
+            session = self.library.session(session_id)
+            data = self.library.body(session, record_id)
+            view = self.library.view(session)
+            in_time = self.library.timeline(session)
+            parsed = _object(data)
+            text = pretty(parsed) if parsed is not None else data.decode(errors="replace")
+            shown, hidden = text[:PAGE_TEXT], max(0, len(text) - PAGE_TEXT)
+            unjoined = next((b for b in view["summary"]["unjoined"] if b["id"] == record_id), None)
+            return {
+                "sid": session.id,
+                "record_id": record_id,
+                "size": len(data),
+                "call": _call_of(view, in_time, record_id),
+                "unjoined": unjoined,
+                "json": parsed is not None,
+                "text": shown,
+                "hidden": hidden,
+            }
+
+        return await self._page("body.html", make)
+
     async def missing(self, request: Request, exc: Exception) -> Response:
         """The 404 page, saying what was not found."""
         if isinstance(exc, Missing):
             said = str(exc.args[0])
         else:  # the router's 404: no route, or no static file
             said = f"there is no page at {request.url.path}"
-        html = self.env.get_template("missing.html").render({"said": said})
-        return HTMLResponse(html, status_code=404)
+        return self._said(404, "Not found", said)
+
+    async def bad_query(self, request: Request, exc: Exception) -> Response:
+        """The 400 page, saying which query parameter no page offers and what it may be."""
+        return self._said(400, "Not a choice this page offers", str(exc.args[0]))
+
+    def _said(self, status: int, heading: str, said: str) -> HTMLResponse:
+        html = self.env.get_template("said.html").render({"heading": heading, "said": said})
+        return HTMLResponse(html, status_code=status)
+
+
+def _counted(calls: int, compactions: int) -> str:
+    """What a session's rows are: its calls and its compactions."""
+    said = count(calls, "call")
+    return f"{said}, {count(compactions, 'compaction')}" if compactions else said
+
+
+def _call_of(view: dict[str, Any], in_time: Timeline, record_id: str) -> CallRow | None:
+    """The call a body joined, if one did."""
+    for call in view["calls"]:
+        if any(body["id"] == record_id for body in call["provider_bodies"]):
+            return in_time.around(call["message_id"])[1]
+    return None
 
 
 def _object(data: bytes) -> dict[str, Any] | None:

@@ -7,11 +7,19 @@ a stable link.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 T = TypeVar("T")
+_NUMBER = re.compile(r"[0-9]{1,18}")
+
+
+class BadQuery(ValueError):
+    """A query parameter holding a value no page offers; its text says which and why (the
+    400 page's). A link that asks for what is not there is told so, not shown something else
+    as if it were the answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,11 +42,13 @@ class Page:
 
 
 def page_of(total: int, size: int, asked: str | None) -> Page:
-    """The page ``asked`` names (the ``page`` parameter, text) of ``total`` items; the first
-    for anything that is not a page number."""
+    """The page ``asked`` names (the ``page`` parameter, text) of ``total`` items, the first
+    when none is asked; BadQuery for anything that is not one of the pages."""
     count = max(1, -(-total // size))
-    number = int(asked) if asked and asked.isdigit() and len(asked) < 9 else 1
-    number = min(max(1, number), count)
+    number = int(asked) if asked and _NUMBER.fullmatch(asked) else 0 if asked else 1
+    if not 1 <= number <= count:
+        pages = "1 page" if count == 1 else f"pages 1 to {count}"
+        raise BadQuery(f"page={asked!r} is not a page of this list, which has {pages}")
     start = (number - 1) * size
     return Page(number, count, start, min(total, start + size), total)
 

@@ -7,7 +7,9 @@ the lifetime it asks for, the deferred tools marked (they stay out of the cached
 reminder text (``<system-reminder>`` blocks Claude Code injects into messages) set apart from
 what the person and the tools wrote. The body fields that join the cache key come first.
 Everything is taken as the body holds it: a part of an unexpected shape is shown as JSON,
-never dropped.
+never dropped. What is too long to look at is folded (:class:`Folder`): each text and each
+JSON shows its first few KB, and one page shows a bounded amount in all; what is not shown is
+counted, and the page links the exact bytes for it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,29 @@ FIELDS = (
 """Body fields shown at the top, in this order, when the body has them."""
 _REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.DOTALL)
 SHORT_TTL, LONG_TTL = "5m", "1h"
+FOLD = 4096
+"""Characters of one text or JSON a page shows before folding the rest away: a pasted log or
+a 2 MB prompt line is a few lines on the page, its whole in the exact bytes."""
+PAGE_TEXT = 256 * 1024
+"""Characters of text one call page shows in all, however many parts a request has."""
+MAX_MESSAGES = 100
+FIRST_MESSAGES = 20
+"""A request of more than ``MAX_MESSAGES`` messages shows its first ``FIRST_MESSAGES`` (where
+its cached prefix starts) and its last ones (what this call added), not the thousand between:
+a long session's last request is a 1 MB page of message headings otherwise."""
+
+
+@dataclass(slots=True)
+class Folder:
+    """What is left of one page's text budget; :meth:`fold` takes each text's share."""
+
+    left: int = PAGE_TEXT
+
+    def fold(self, text: str) -> tuple[str, int]:
+        """The part of ``text`` the page shows, and how many characters it leaves out."""
+        shown = text[: min(FOLD, self.left)]
+        self.left -= len(shown)
+        return shown, len(text) - len(shown)
 
 
 def size_of(value: object) -> int:
@@ -54,10 +79,12 @@ class Marker:
 
 @dataclass(frozen=True, slots=True)
 class Segment:
-    """A run of text; ``reminder`` for a ``<system-reminder>`` block."""
+    """A run of text; ``reminder`` for a ``<system-reminder>`` block; ``hidden``: the
+    characters folded away after ``text``."""
 
     text: str
     reminder: bool
+    hidden: int = 0
 
 
 @dataclass(slots=True)
@@ -71,6 +98,7 @@ class Block:
     """What names it besides its kind: a tool's name, a tool use's id."""
     data: str | None = None
     """Its JSON, pretty, when it is not text (a tool's input, an image, an unknown block)."""
+    data_hidden: int = 0
     inner: list[Block] = field(default_factory=list)
     """A tool result's content blocks."""
     marker: Marker | None = None
@@ -85,6 +113,7 @@ class Tool:
     deferred: bool
     marker: Marker | None
     data: str
+    data_hidden: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,23 +140,35 @@ class RequestParts:
     tools: list[Tool]
     system: list[Block]
     messages: list[Message]
+    """The messages shown (see ``MAX_MESSAGES``), each with its index in the body."""
+    message_count: int
     weights: list[Weight]
     size: int
     markers: int
 
 
-def request_parts(body: dict[str, Any], size: int) -> RequestParts:
-    """The parts of a parsed request whose exact bytes are ``size`` long."""
-    tools = [_tool(n, tool) for n, tool in enumerate(listed(body.get("tools")))]
+def request_parts(body: dict[str, Any], size: int, folder: Folder | None = None) -> RequestParts:
+    """The parts of a parsed request whose exact bytes are ``size`` long, folded by
+    ``folder`` (a new page's budget unless one is shared)."""
+    folder = folder or Folder()
+    tools = [_tool(n, tool, folder) for n, tool in enumerate(listed(body.get("tools")))]
     system_value = body.get("system")
     blocks = [system_value] if isinstance(system_value, str) else listed(system_value)
-    system = [_block(block) for block in blocks]
-    messages = [_message(n, message) for n, message in enumerate(listed(body.get("messages")))]
+    system = [_block(block, folder) for block in blocks]
+    every = listed(body.get("messages"))
+    shown: list[int] | range = range(len(every))
+    if len(every) > MAX_MESSAGES:
+        shown = [
+            *range(FIRST_MESSAGES),
+            *range(len(every) - MAX_MESSAGES + FIRST_MESSAGES, len(every)),
+        ]
+    messages = [_message(n, every[n], folder) for n in shown]
     loaded = sum(tool.size for tool in tools if not tool.deferred)
     deferred = sum(tool.size for tool in tools if tool.deferred)
     by_role: dict[str, int] = {}
-    for message in messages:
-        by_role[message.role] = by_role.get(message.role, 0) + message.size
+    for message in every:
+        role = str(message.get("role", "?")) if isinstance(message, dict) else "?"
+        by_role[role] = by_role.get(role, 0) + size_of(message)
     counted = loaded + deferred + sum(b.size for b in system) + sum(by_role.values())
     weights = [
         Weight("tools", "w-tools", loaded),
@@ -137,12 +178,13 @@ def request_parts(body: dict[str, Any], size: int) -> RequestParts:
         Weight("everything else", "w-rest", max(0, size - counted)),
     ]
     markers = sum(tool.marker is not None for tool in tools) + _count_markers(system)
-    markers += sum(_count_markers(message.blocks) for message in messages)
+    markers += sum(_markers_in(message) for message in every)
     return RequestParts(
         fields=[(name, pretty(body[name])) for name in FIELDS if name in body],
         tools=tools,
         system=system,
         messages=messages,
+        message_count=len(every),
         weights=[weight for weight in weights if weight.size],
         size=size,
         markers=markers,
@@ -158,18 +200,26 @@ def marker_of(value: object) -> Marker | None:
     return Marker(str(marker.get("type", "?")), ttl if isinstance(ttl, str) else SHORT_TTL)
 
 
-def segments(text: str) -> list[Segment]:
-    """The text cut into what a reminder says and what the rest says, in order."""
+def segments(text: str, folder: Folder | None = None) -> list[Segment]:
+    """The text cut into what a reminder says and what the rest says, in order, each folded
+    by ``folder`` when one is given."""
     found: list[Segment] = []
     at = 0
     for match in _REMINDER.finditer(text):
         if match.start() > at:
-            found.append(Segment(text[at : match.start()], False))
-        found.append(Segment(match.group(), True))
+            found.append(_segment(text[at : match.start()], False, folder))
+        found.append(_segment(match.group(), True, folder))
         at = match.end()
     if at < len(text) or not found:
-        found.append(Segment(text[at:], False))
+        found.append(_segment(text[at:], False, folder))
     return found
+
+
+def _segment(text: str, reminder: bool, folder: Folder | None) -> Segment:
+    if folder is None:
+        return Segment(text, reminder)
+    shown, hidden = folder.fold(text)
+    return Segment(shown, reminder, hidden)
 
 
 def text_of(value: object) -> str:
@@ -188,51 +238,73 @@ def text_of(value: object) -> str:
     return pretty(value)
 
 
-def _tool(index: int, tool: object) -> Tool:
+def _tool(index: int, tool: object, folder: Folder) -> Tool:
     name = tool.get("name") if isinstance(tool, dict) else None
+    data, hidden = folder.fold(pretty(tool))
     return Tool(
         index=index,
         name=name if isinstance(name, str) else f"#{index}",
         size=size_of(tool),
         deferred=isinstance(tool, dict) and tool.get("defer_loading") is True,
         marker=marker_of(tool),
-        data=pretty(tool),
+        data=data,
+        data_hidden=hidden,
     )
 
 
-def _message(index: int, message: object) -> Message:
+def _message(index: int, message: object, folder: Folder) -> Message:
     if not isinstance(message, dict):
-        return Message(index, "?", size_of(message), [_block(message)])
+        return Message(index, "?", size_of(message), [_block(message, folder)])
     content = message.get("content")
-    blocks = [_block(content)] if isinstance(content, str) else list(map(_block, listed(content)))
+    blocks = _blocks_of(content, folder)
     return Message(index, str(message.get("role", "?")), size_of(message), blocks)
 
 
-def _block(value: object) -> Block:
+def _blocks_of(content: object, folder: Folder) -> list[Block]:
+    """A content's blocks: one for a string, one each for a list's items."""
+    if isinstance(content, str):
+        return [_block(content, folder)]
+    return [_block(value, folder) for value in listed(content)]
+
+
+def _block(value: object, folder: Folder) -> Block:
     size = size_of(value)
     if isinstance(value, str):
-        return Block("text", size, segments(value))
+        return Block("text", size, segments(value, folder))
     if not isinstance(value, dict):
-        return Block("json", size, data=pretty(value))
+        return _with_data(Block("json", size), value, folder)
     kind = str(value.get("type", "?"))
     block = Block(kind, size, marker=marker_of(value))
     if kind == "text" and isinstance(value.get("text"), str):
-        block.segments = segments(value["text"])
+        block.segments = segments(value["text"], folder)
     elif kind == "thinking" and isinstance(value.get("thinking"), str):
-        block.segments = [Segment(value["thinking"], False)]
+        block.segments = [_segment(value["thinking"], False, folder)]
     elif kind == "tool_use":
         block.label = f"{value.get('name', '?')} ({value.get('id', '?')})"
-        block.data = pretty(value.get("input"))
+        _with_data(block, value.get("input"), folder)
     elif kind == "tool_result":
         block.label = str(value.get("tool_use_id", "?"))
         block.error = value.get("is_error") is True
-        content = value.get("content")
-        block.inner = (
-            [_block(content)] if isinstance(content, str) else list(map(_block, listed(content)))
-        )
+        block.inner = _blocks_of(value.get("content"), folder)
     else:
-        block.data = pretty({k: v for k, v in value.items() if k != "cache_control"})
+        _with_data(block, {k: v for k, v in value.items() if k != "cache_control"}, folder)
     return block
+
+
+def _with_data(block: Block, value: object, folder: Folder) -> Block:
+    block.data, block.data_hidden = folder.fold(pretty(value))
+    return block
+
+
+def _markers_in(message: object) -> int:
+    """The ``cache_control`` markers of a message's blocks and of its tool results' blocks,
+    counted in the body itself, so that messages not shown count too."""
+    content = message.get("content") if isinstance(message, dict) else None
+    return sum(
+        (marker_of(block) is not None) + _markers_in(block)
+        for block in listed(content)
+        if isinstance(block, dict)
+    )
 
 
 def _count_markers(blocks: list[Block]) -> int:

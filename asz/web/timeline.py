@@ -1,20 +1,23 @@
 """A session's calls and compactions in the order they happened, each call with what the
 cache report says of it: the rows of the session page and the bars of its chart.
 
-The view document lists calls stream by stream; a person reads a session in time, with a
-subagent's calls among the calls of the stream that started it and each compaction where it
-happened. Times are Claude Code's (UTC, one fixed form), so they order as text.
+The view document lists and numbers calls stream by stream; a person reads a session in time,
+with a subagent's calls among the calls of the stream that started it and each compaction
+where it happened. So the calls are numbered again here, in time (a subagent's first call
+right after the call that started it, not after every call of the main stream), and every
+page uses these numbers. Times are Claude Code's (UTC, one fixed form), so they order as text.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
 class CallRow:
     n: int
+    """Its place among the session's calls in time, from 1."""
     message_id: str
     stream: str
     time: str | None
@@ -51,6 +54,14 @@ class Timeline:
     items: list[CallRow | CompactionRow] = field(default_factory=list)
     calls: list[CallRow] = field(default_factory=list)
 
+    def around(self, message_id: str) -> tuple[CallRow | None, CallRow, CallRow | None]:
+        """The call ``message_id`` names with the calls before and after it in time
+        (LookupError when the session has no such call)."""
+        place = next(n for n, call in enumerate(self.calls) if call.message_id == message_id)
+        before = self.calls[place - 1] if place else None
+        after = self.calls[place + 1] if place + 1 < len(self.calls) else None
+        return before, self.calls[place], after
+
 
 def timeline(view: dict[str, Any], report: dict[str, Any]) -> Timeline:
     """The session's calls and compactions merged in time."""
@@ -69,6 +80,8 @@ def timeline(view: dict[str, Any], report: dict[str, Any]) -> Timeline:
         for epoch in view["epochs"]
     ]
     items = sorted([*calls, *compactions], key=_when)
+    number = iter(range(1, len(calls) + 1))
+    items = [replace(item, n=next(number)) if isinstance(item, CallRow) else item for item in items]
     return Timeline(items, [item for item in items if isinstance(item, CallRow)])
 
 

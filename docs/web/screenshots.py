@@ -87,6 +87,10 @@ def main() -> None:
                 # Each page is taken from its top or from ``anchor``, ``height`` pixels tall.
                 for name, (path, anchor, height) in shots.items():
                     page.goto(base + path)
+                    if anchor == "#messages":  # large messages start closed: open them
+                        page.evaluate(
+                            "document.querySelectorAll('details').forEach(d => d.open = true)"
+                        )
                     top = page.locator(anchor).bounding_box()["y"] - 8 if anchor else 0
                     page.screenshot(
                         path=str(args.out / name),

@@ -1,0 +1,11 @@
+"""The names Claude Code gives a subagent's files, in one place for the collector and the
+status line (which loads nothing else of the adapters).
+
+``agent-<id>.jsonl`` is a subagent's transcript and ``agent-<id>.meta.json`` its sidecar;
+``<id>`` is the agent id, the stream the transcript lands as.
+"""
+
+import re
+
+AGENT_TRANSCRIPT = re.compile(r"^agent-([A-Za-z0-9][A-Za-z0-9_-]*)\.jsonl$")
+AGENT_SIDECAR = re.compile(r"^agent-([A-Za-z0-9][A-Za-z0-9_-]*)\.meta\.json$")
