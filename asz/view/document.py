@@ -45,10 +45,10 @@ class ParsedBodies:
         try:
             value = orjson.loads(data)
         except orjson.JSONDecodeError:
-            self.problems.append(f"{record_id}: the body is not JSON")
+            not_an_object(self.session, record_id, "the body is not JSON", self.problems)
             return None
         if not isinstance(value, dict):
-            self.problems.append(f"{record_id}: the body is not a JSON object")
+            not_an_object(self.session, record_id, "the body is not a JSON object", self.problems)
             return None
         return value
 
@@ -56,6 +56,13 @@ class ParsedBodies:
         """``usage``, ``stop_reason`` and ``cache_miss_reason`` of a response body."""
         value = self.parsed(record_id)
         return None if value is None else facts_of_response(value)
+
+
+def not_an_object(session: Session, record_id: str, why: str, problems: list[str]) -> None:
+    """Adds ``why`` to ``problems`` unless the body landed whole: its manifest then says why
+    (not valid UTF-8, not a JSON object...), and what Claude Code wrote is no damage."""
+    if session.manifest(record_id).why is None:
+        problems.append(f"{record_id}: {why}")
 
 
 def facts_of_response(value: dict[str, Any]) -> dict[str, Any]:
