@@ -23,7 +23,12 @@ from conftest import asz_executable
 from otlp_receiver import Receiver
 from serving import child_env, land
 
+from asz.export.cursor import Cursors
+from asz.export.otel import SpanSender, resolve_target
+from asz.export.run import SpanExport
+from asz.store import open_store
 from asz.synth import SynthOptions, synthesize
+from asz.view.prices import price_table
 
 CLIENT, INTERNAL = 3, 1
 """``Span.SpanKind`` values of the OTLP protobuf."""
@@ -206,6 +211,9 @@ def test_exporting_again_sends_nothing_and_a_dry_run_sends_nothing(
     said = orjson.loads(again.stdout)
     assert len(receiver.spans()) == sent
     assert said["spans_sent"] == 0 and said["sessions_unchanged"] == 2
+    # A dry run toward the same endpoint reads its cursors: it would send nothing either.
+    dry_again = export(tmp_path, root, "--endpoint", receiver.url, "--dry-run", "--json")
+    assert orjson.loads(dry_again.stdout)["sessions_unchanged"] == 2
     for cursor in (root / "_state" / "otlp").rglob("*.json"):
         assert cursor.stat().st_mode & 0o777 == 0o600
 
@@ -305,3 +313,22 @@ def test_no_endpoint_is_a_usage_error(root: Path, tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "no OTLP endpoint" in done.stderr.decode()
     assert not (root / "_state" / "otlp").exists()
+
+
+def test_a_failed_batch_leaves_every_session_it_did_not_reach_unfinished(
+    root: Path, receiver: Receiver
+) -> None:
+    """The service exports the unfinished sessions again after a later pass; a session the
+    export never reached because a batch failed before it must be among them."""
+    store = open_store(root)
+    ids = sorted(store.sessions())
+    receiver.refuse = 1_000
+    sender = SpanSender(resolve_target(receiver.url, (), "", 1.0))
+    try:
+        cursors = Cursors(store, sender.target.traces_url)
+        export = SpanExport(store, price_table(), sender, cursors, batch=1, quiet_seconds=0)
+        tally = export.run(ids)
+    finally:
+        sender.close()
+    assert tally.error is not None
+    assert export.unfinished == set(ids)

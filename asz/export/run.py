@@ -118,12 +118,15 @@ class SpanExport:
         tally = ExportTally()
         started = time.perf_counter()
         queue: list[_Queued] = []
+        ahead = iter(sessions)
         try:
-            for session_id in sessions:
+            for session_id in ahead:
                 queue += self._session(session_id, tally)
                 while len(queue) >= self.batch and tally.error is None:
                     queue = self._send(queue, tally)
                 if tally.error is not None:
+                    # The sessions a failed batch kept it from are as unfinished as its own.
+                    self.unfinished.update(ahead)
                     break
             while queue and tally.error is None:
                 queue = self._send(queue, tally)
@@ -168,6 +171,7 @@ class SpanExport:
             self.unfinished.add(session_id)
         elif (
             not queued
+            and self.sender is not None
             and self.cursors is not None
             and progress.mark is not None
             and self.cursors.done_at(session_id) != mark
