@@ -20,6 +20,11 @@ from conftest import asz_executable
 from harness import Capture, Workspace, running, wait_for
 from s3server import CREDENTIALS, FaultProxy, S3Server, archive_config, proxied
 
+from asz.adapters.session_filter import landed_admits
+from asz.archive import open_bucket
+from asz.archive.location import ArchiveUrl
+from asz.archive.push import Pusher
+from asz.config import load_config
 from asz.store import open_store
 from asz.synth import SynthOptions
 
@@ -159,3 +164,30 @@ def test_a_killed_push_resumes_looking_only_for_what_was_in_flight(
         heads = [s.key for s in proxy.seen if s.method == "HEAD" and "/_archive/" not in s.key]
         assert sorted(heads) == sorted(f"{prefix}/{path}" for path in tried)
         _the_next_push_completes(again, proxy, s3, want)
+
+
+def test_a_stop_asked_before_the_push_sends_anything_holds(
+    s3: S3Server, machine: Machine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the push reads its record, before it sends: the push must not clear it."""
+    for name, value in CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+    prefix = bucket_prefix(tmp_path)
+    config = load_config(
+        machine.configure(s3.endpoint, prefix),
+        root=machine.root,
+        env={"HOME": str(tmp_path)},
+    )
+    store = open_store(machine.root)
+    pusher = Pusher(
+        machine.root,
+        store,
+        landed_admits(config, store),
+        ArchiveUrl.parse(config.archive.url),
+        open_bucket(config.archive.url, config.archive),
+        workers=2,
+    )
+    pusher.stop("stopped by Ctrl-C")
+    tally = pusher.run()
+    assert tally.interrupted and tally.files == 0
+    assert s3.objects(prefix) == {}

@@ -190,6 +190,10 @@ class Pusher:
         self.bucket = bucket
         self.workers = max(1, workers)
         self.progress = progress
+        # The link outlives a push (the service keeps its client); a push starts unstopped
+        # here, not when it starts sending, so that a stop asked while it reads its record
+        # holds.
+        bucket.link.start()
 
     def stop(self, why: str) -> None:
         """Ends the push in flight (from another thread or a signal handler): no request
@@ -217,7 +221,6 @@ class Pusher:
     def _pushing(self, record: PushRecord, tally: PushTally, relist: bool) -> list[_Todo]:
         """One push, until its end or its stop; what it was to push."""
         link = self.bucket.link
-        link.start()
         workers: Workers[Any, Any] = Workers(self.workers, link)
         failed = link.failed
 

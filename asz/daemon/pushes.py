@@ -54,6 +54,7 @@ class PushLoop:
         self._last_line = ""
         self._bucket: Bucket | None = None
         self._pusher: Pusher | None = None
+        self._stopping = False
         self._idle = threading.Event()
         self._idle.set()
         health.unhealthy_after = config.archive.unhealthy_after
@@ -85,6 +86,7 @@ class PushLoop:
         try:
             return await anyio.to_thread.run_sync(self._push, abandon_on_cancel=True)
         except anyio.get_cancelled_exc_class():
+            self._stopping = True  # before the pusher is read: a push built after sees it
             if self._pusher is not None:
                 self._pusher.stop("the service is stopping")
             with anyio.CancelScope(shield=True):
@@ -105,6 +107,8 @@ class PushLoop:
                 workers=self.config.archive.workers,
                 progress=self.metrics.archive,
             )
+            if self._stopping:  # the stop came while the pusher was being built
+                self._pusher.stop("the service is stopping")
             with push_lock(self.config.root):
                 tally = self._pusher.run()
             if tally.interrupted:
