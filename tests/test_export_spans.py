@@ -65,6 +65,7 @@ def test_ids_are_the_digests_of_the_session_and_the_key(session: str, key: str) 
     [
         ("batch_spans = 0", "otlp.batch_spans"),
         ("timeout = -1", "otlp.timeout"),
+        ("backoff = 0", "otlp.backoff"),
         ("headers = 'x=y'", "otlp.headers"),
         ("endpont = 'http://x'", "otlp.endpont"),
     ],

@@ -116,10 +116,12 @@ class DerivedFile:
         return kept.value if kept is not None and kept.mark == mark else None
 
     def encode(self, session: Session, mark: str, value: Any) -> bytes:
-        """The file's bytes; what they hold is also noted in ``session.made`` (what ``asz
-        verify`` compares with the file it found)."""
+        """The file's bytes. On the session ``asz verify`` makes afresh (one that trusts no
+        derived file), what they hold is also noted in ``session.made``, which verify
+        compares with the file it found; no other reader pays for that copy."""
         body = orjson.dumps(value)
-        session.made[self.path_of(session.id)] = Kept(mark, orjson.loads(body))
+        if not session.trusts_derived:
+            session.made[self.path_of(session.id)] = Kept(mark, orjson.loads(body))
         header = {
             "schema": self.schema,
             "session": session.id,

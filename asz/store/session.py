@@ -129,12 +129,13 @@ class Session:
         names = sorted(e.name for e in entries if e.is_dir and e.name.startswith(STREAM_PREFIX))
         return [f"{base}/{name}" for name in names]
 
-    def landed(self, kind: str | None = None) -> list[LandedName]:
+    def landed(self, kind: str | None = None, *, checked: bool = True) -> list[LandedName]:
         """The session's landed files of ``kind`` (every kind when None), in sequence order.
         The first listing of a session also checks its sequence (:meth:`gaps`), so that every
-        reader says the session is incomplete rather than show it as a shorter whole."""
+        reader says the session is incomplete rather than show it as a shorter whole; the
+        writer, which only numbers the next file, asks ``checked=False``."""
         found = self._listed(kind)
-        if not self._sequence_checked:
+        if checked and not self._sequence_checked:
             self._sequence_checked = True
             self.problems += self.gaps(found if kind is None else None)
         return found

@@ -100,7 +100,7 @@ class Store:
         file remembers: the session's next landed file takes the number above both (so
         removing the newest file cannot make a number be used twice), and a remembered number
         above every landed file is a file lost (``SessionWriter`` says so in the next)."""
-        landed = self.open_session(session_id).landed()
+        landed = self.open_session(session_id).landed(checked=False)
         return (landed[-1].seq if landed else 0), read_seq_file(self.backend, session_id)
 
     def batch(self, defer: DirSyncs | None = None) -> Batch:

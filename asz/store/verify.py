@@ -91,8 +91,9 @@ def check_derived(
         if damage is None and made is not None and kept is not None and made.value == kept.value:
             continue
         why = damage or "does not hold what the landed files give"
+        done = "made again" if made is not None else "not made again"
         where = session.store.backend.describe(path)
-        session.problem(where, None, f"{why} (a derived file, made again)", problems)
+        session.problem(where, None, f"{why} (a derived file, {done})", problems)
 
 
 def _check_bodies(session: Session, report: VerifyReport) -> None:
