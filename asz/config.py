@@ -425,16 +425,12 @@ def _check_budgets(config: Config, where: str) -> None:
     otlp = config.otlp
     if otlp.batch_spans < 1:
         raise ConfigError(f"{where}: otlp.batch_spans must be at least 1")
-    for key in (
-        "timeout",
-        "quiet_seconds",
-        "backoff",
-        "backoff_cap",
-        "unhealthy_after",
-        "metrics_interval",
-    ):
+    for key in ("timeout", "quiet_seconds", "backoff_cap", "unhealthy_after"):
         if getattr(otlp, key) < 0:
             raise ConfigError(f"{where}: otlp.{key} must not be negative")
+    for key in ("backoff", "metrics_interval"):  # 0 would ask a failing endpoint in a loop
+        if getattr(otlp, key) <= 0:
+            raise ConfigError(f"{where}: otlp.{key} must be positive")
     service = config.service
     for key in (
         "batch_window",

@@ -9,8 +9,9 @@ Where: ``--endpoint``, else ``[otlp] endpoint``, else the standard variables
 ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (the whole URL) and ``OTEL_EXPORTER_OTLP_ENDPOINT`` (a
 base, to which ``/v1/traces`` is added). Headers: ``[otlp] headers`` and the private file
 ``[otlp] headers_file`` when either is set, else ``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` and
-``OTEL_EXPORTER_OTLP_HEADERS``, which the SDK reads itself; likewise the timeout, compression
-and certificate variables. The resource honours ``OTEL_SERVICE_NAME`` and
+``OTEL_EXPORTER_OTLP_HEADERS``, which the SDK reads itself; likewise the compression and
+certificate variables. The timeout is ``[otlp] timeout`` (the standard variable is not read: a
+batch's time is asz's to bound). The resource honours ``OTEL_SERVICE_NAME`` and
 ``OTEL_RESOURCE_ATTRIBUTES``.
 """
 
