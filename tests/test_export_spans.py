@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from serving import land
 
 from asz.config import ConfigError, load_config
+from asz.export.otel import shown_url
 from asz.export.spans import session_spans, span_id_of, time_ns, trace_id_of
 from asz.store import open_store
 from asz.synth import SynthOptions, synthesize
@@ -109,3 +110,15 @@ def test_while_a_session_lands_the_last_call_of_each_stream_and_its_side_request
         }
         assert waiting == expected
         assert any(span.attributes.get("asz.call.kind") == "side" for span in live)
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("https://user:key@otlp.example/v1/traces?token=k", "https://otlp.example/v1/traces"),
+        ("http://127.0.0.1:4318/v1/traces", "http://127.0.0.1:4318/v1/traces"),
+        ("ftp://key@x/y", "ftp://x/y"),
+    ],
+)
+def test_an_endpoint_is_said_without_what_may_be_a_token(url: str, said: str) -> None:
+    assert shown_url(url) == said

@@ -110,6 +110,11 @@ class ExportLoop:
         self._sender: SpanSender | None = None
         health.export_unhealthy_after = config.otlp.unhealthy_after
 
+    def close(self) -> None:
+        """Lets the exporter and its connections go, as the service stops."""
+        if self._sender is not None:
+            self._sender.close()
+
     def landed(self, sessions: set[str]) -> None:
         """A landing pass ended, having landed ``sessions`` (called on the event loop)."""
         if self._pending is not None:

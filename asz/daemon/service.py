@@ -161,6 +161,8 @@ class Service:
                 await anyio.to_thread.run_sync(server.close)
                 if self.otlp_metrics is not None:
                     await anyio.to_thread.run_sync(self.otlp_metrics.close)
+                if self.exports is not None:
+                    await anyio.to_thread.run_sync(self.exports.close)
         self.log.info("stopped")
         return EXIT_FAILED if refused else EXIT_OK
 

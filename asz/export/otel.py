@@ -23,6 +23,7 @@ import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -87,9 +88,19 @@ def resolve_target(
             "or OTEL_EXPORTER_OTLP_ENDPOINT"
         )
     if not traces.startswith(("http://", "https://")):
-        raise EndpointError(f"an OTLP/HTTP endpoint is an http:// or https:// URL, not {traces!r}")
+        raise EndpointError(
+            f"an OTLP/HTTP endpoint is an http:// or https:// URL, not {shown_url(traces)!r}"
+        )
     named = _headers(headers, headers_file)
     return Target(traces, metrics, named, timeout)
+
+
+def shown_url(url: str) -> str:
+    """``url`` as it may be said in a line or a log: a token some backends take in the
+    user part or the query of the URL is left out."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def _below(base: str, path: str) -> str:
@@ -228,7 +239,7 @@ class SpanSender:
         spans = [readable_span(record, self._resource) for record in records]
         if self._exporter.export(spans) is not SpanExportResult.SUCCESS:
             why = f"answered {self._answered}" if self._answered else self._said.why()
-            raise ExportFailed(f"{self.target.traces_url}: {why}")
+            raise ExportFailed(f"{shown_url(self.target.traces_url)}: {why}")
 
     def close(self) -> None:
         _SDK_LOGGER.removeHandler(self._said)
