@@ -48,6 +48,10 @@ class TempFile(Protocol):
 class Backend(Protocol):
     """What the store needs of whatever holds a root. Paths are relative to the root."""
 
+    derived_apart: bool
+    """Whether derived state written here lands apart from the root (an archive's local
+    cache), where a reader that may not write into the root may keep what it derives."""
+
     @property
     def location(self) -> str:
         """The root as a person names it (a directory, a URL)."""
@@ -117,6 +121,8 @@ class Backend(Protocol):
 
 class LocalBackend:
     """A root that is a directory on this machine."""
+
+    derived_apart = False
 
     def __init__(self, path: Path) -> None:
         self.path = path

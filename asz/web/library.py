@@ -152,7 +152,7 @@ class Library:
         while it holds, else built; never kept in the root, but kept where the root's
         derived state lives apart from it (an archive's local cache). ``mark``: its landed
         mark, when known (the list knows it for every session, and each costs a listing)."""
-        keep = bool(getattr(self.store.backend, "derived_apart", False))
+        keep = self.store.backend.derived_apart
         with self._using(session):
             return self._kept(
                 self._large,
