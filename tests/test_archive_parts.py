@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from asz.archive.cache import LocalCache
+from asz.archive.push import PushBusy, push_lock
+from asz.export.cursor import ExportBusy, export_lock
 from asz.config import ConfigError, load_config
 
 
@@ -80,3 +82,17 @@ def test_an_archive_that_cannot_be_read_is_said_in_one_line(run_asz, tmp_path: P
         said = done.stderr.decode()
         assert said.startswith("asz: cannot read the archive s3://team-archive/x: ")
         assert "Traceback" not in said and said.count("\n") == 1
+
+
+def test_one_push_and_one_export_from_a_root_at_a_time(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir(mode=0o700)
+    with push_lock(root):
+        with pytest.raises(PushBusy, match="another push"), push_lock(root):
+            pass
+        with export_lock(root):  # a lock of its own: an export may run beside a push
+            with pytest.raises(ExportBusy, match="another export"), export_lock(root):
+                pass
+    with push_lock(root):  # let go when its holder was done
+        pass
+    assert (root / "_state").stat().st_mode & 0o777 == 0o700

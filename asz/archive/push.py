@@ -17,13 +17,11 @@ the breaker, or a stop asked for (``Pusher.stop``) ends the push within ``GRACE`
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import pairwise
@@ -38,12 +36,11 @@ from asz.archive.record import MARKERS_DIR, PushRecord, new_marker
 from asz.archive.retry import Halted
 from asz.archive.workers import Workers
 from asz.store import LandedName, Store
-from asz.store.atomic import private_dir
 from asz.store.framing import MAX_CONTENT_BYTES
-from asz.store.root import Root, check_private
+from asz.store.layout import PUSH_LOCK_FILE
+from asz.store.root import state_lock
 from asz.words import count, size
 
-LOCK_FILE = "archive-push.lock"
 T = TypeVar("T")
 
 
@@ -51,24 +48,14 @@ class PushBusy(Exception):
     """Another push into the archive from this root is running."""
 
 
-@contextmanager
-def push_lock(root: Path) -> Iterator[None]:
+def push_lock(root: Path) -> AbstractContextManager[None]:
     """One push per root at a time (the service's and ``asz push`` share the record). The
     push writes only its record and this lock, under ``_state/``, and like the collector
     refuses a root where that would go through a link or into another user's directory
     (``UnsafeRoot``)."""
-    held = Root(root)
-    check_private(held)
-    private_dir(held.state_dir)
-    fd = os.open(held.state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise PushBusy(f"another push from {root} is running") from None
-        yield
-    finally:
-        os.close(fd)
+    return state_lock(
+        root, PUSH_LOCK_FILE, lambda: PushBusy(f"another push from {root} is running")
+    )
 
 
 GRACE = 1.0

@@ -16,22 +16,18 @@ never send the same batch.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import os
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import orjson
 
 from asz.store import Store
-from asz.store.atomic import private_dir
-from asz.store.layout import STATE_DIR
-from asz.store.root import Root, check_private
+from asz.store.layout import EXPORT_LOCK_FILE, STATE_DIR
+from asz.store.root import state_lock
 
 CURSOR_DIR = f"{STATE_DIR}/otlp"
-LOCK_FILE = "otlp-export.lock"
 _SCHEMA = 1
 _MAX_CURSOR = 1 << 28
 
@@ -97,20 +93,10 @@ class Cursors:
         self.store.backend.replace_derived(self._path(session), data)
 
 
-@contextmanager
-def export_lock(root: Path) -> Iterator[None]:
+def export_lock(root: Path) -> AbstractContextManager[None]:
     """Holds the root's export lock; raises ExportBusy at once when another export holds it,
     and ``UnsafeRoot`` where ``_state`` would be reached through a link or another user's
     directory."""
-    held = Root(root)
-    check_private(held)
-    private_dir(held.state_dir)
-    fd = os.open(held.state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ExportBusy(f"another export from {root} is running") from None
-        yield
-    finally:
-        os.close(fd)
+    return state_lock(
+        root, EXPORT_LOCK_FILE, lambda: ExportBusy(f"another export from {root} is running")
+    )

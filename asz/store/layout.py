@@ -28,6 +28,9 @@ CURSOR_FILE = "cursor.json"
 """The derived files of a session (``asz.store.derived``); a cursor is one per stream."""
 STATE_DIR = "_state"
 LOCK_FILE = "_lock"
+PUSH_LOCK_FILE = "archive-push.lock"
+EXPORT_LOCK_FILE = "otlp-export.lock"
+"""Under ``_state``: one push, and one OTLP export, from a root at a time."""
 _LANDED_NAME = re.compile(r"^([a-z_]+)-(\d{8,})\.asz$")
 
 

@@ -14,7 +14,7 @@ import secrets
 import stat
 import struct
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from asz.bodykeys import is_session_id
@@ -139,6 +139,25 @@ def collector_lock(root: Root, wait: bool = False) -> Iterator[None]:
         check_private(root)
         root.ensure()
         _remove_temps_of_others(root, fd)
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def state_lock(root: Path, name: str, busy: Callable[[], Exception]) -> Iterator[None]:
+    """Holds ``_state/<name>``, one holder at a time (a push, an export): raises ``busy()``
+    at once when another holds it, and UnsafeRoot where ``_state`` would be reached through
+    a link or another user's directory. Like the collector's, the lock goes with its process."""
+    held = Root(root)
+    check_private(held)
+    private_dir(held.state_dir)
+    fd = os.open(held.state_dir / name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise busy() from None
         yield
     finally:
         os.close(fd)
