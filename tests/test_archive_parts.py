@@ -13,8 +13,8 @@ import pytest
 
 from asz.archive.cache import LocalCache
 from asz.archive.push import PushBusy, push_lock
-from asz.export.cursor import ExportBusy, export_lock
 from asz.config import ConfigError, load_config
+from asz.export.cursor import ExportBusy, export_lock
 
 
 def test_the_cache_stays_under_its_bound_dropping_the_least_recently_used(
@@ -90,9 +90,12 @@ def test_one_push_and_one_export_from_a_root_at_a_time(tmp_path: Path) -> None:
     with push_lock(root):
         with pytest.raises(PushBusy, match="another push"), push_lock(root):
             pass
-        with export_lock(root):  # a lock of its own: an export may run beside a push
-            with pytest.raises(ExportBusy, match="another export"), export_lock(root):
-                pass
+        with (
+            export_lock(root),  # a lock of its own: an export may run beside a push
+            pytest.raises(ExportBusy, match="another export"),
+            export_lock(root),
+        ):
+            pass
     with push_lock(root):  # let go when its holder was done
         pass
     assert (root / "_state").stat().st_mode & 0o777 == 0o700
