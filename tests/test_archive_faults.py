@@ -87,7 +87,9 @@ def test_the_server_stopped_in_the_middle_of_a_push(machine: Machine, tmp_path: 
     want = landed_keys(machine.store(), prefix)
 
     def fault(method: str, key: str, n: int) -> str:
-        if method == "PUT" and n == 6:
+        # Past the marker and the claims (a PUT each), with two workers each sending one PUT
+        # at a time: every PUT before the two in flight at the 10th has its answer.
+        if method == "PUT" and n == 10:
             s3.stop()  # this PUT and every request after it meet no server
         return ""
 
