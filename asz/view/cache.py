@@ -22,7 +22,7 @@ from asz.view.document import problems_of
 from asz.view.joins import JoinedSession, join_session
 from asz.view.prices import DIGITS, PriceTable, cost_usd, price_table, waste_usd, writes
 from asz.view.spend import by_family
-from asz.view.usage import Expectation, Usage, expectations
+from asz.view.usage import Expectation, Usage, expectations, hit_ratio
 
 
 class _Report:
@@ -180,8 +180,6 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         key: sum(row[key] or 0 for row in rows)
         for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
     }
-    read = sums["cache_read_input_tokens"]
-    whole = read + sums["cache_creation_input_tokens"] + sums["input_tokens"]
     by_cause: dict[str, dict[str, int]] = {}
     for row in rows:
         if row["cause"] is None:
@@ -205,7 +203,11 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "requests": sum(row["request_id"] is not None for row in rows),
         "with_usage": sum(row["input_tokens"] is not None for row in rows),
         **sums,
-        "hit_ratio": round(read / whole, 4) if whole else None,
+        "hit_ratio": hit_ratio(
+            sums["cache_read_input_tokens"],
+            sums["cache_creation_input_tokens"],
+            sums["input_tokens"],
+        ),
         "by_cause": by_cause,
         "rewritten_tokens": sum(row["rewritten_tokens"] or 0 for row in rows),
         "breaks": sum((row["rewritten_tokens"] or 0) > 0 for row in rows),

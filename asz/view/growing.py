@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from asz.view.prices import DIGITS, PriceTable, cost_usd, waste_usd, writes
-from asz.view.usage import StreamBreaks, Usage
+from asz.view.usage import StreamBreaks, Usage, hit_ratio
 
 SYNTHETIC_MODEL = "<synthetic>"
 """The model of a call Claude Code wrote itself and never sent (as ``asz.store`` names it)."""
@@ -114,8 +114,7 @@ class Totals:
     def hit_ratio(self) -> float | None:
         """Tokens read from the cache over every prompt token, as the cache report says it."""
         counts = self.counts
-        whole = counts["cache_read"] + counts["cache_creation"] + counts["input"]
-        return round(counts["cache_read"] / whole, 4) if whole else None
+        return hit_ratio(counts["cache_read"], counts["cache_creation"], counts["input"])
 
     def state(self) -> dict[str, Any]:
         return {

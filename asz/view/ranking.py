@@ -21,6 +21,7 @@ from typing import Any
 from asz.store import SessionSummary
 from asz.view.prices import DIGITS
 from asz.view.spend import NO_REQUEST
+from asz.view.usage import hit_ratio
 from asz.zones import IN_UTC, Zone
 
 
@@ -59,7 +60,6 @@ class _Tally:
         """The sums as JSON: the fields of a session's ``totals`` that add up across
         sessions, with ``null`` money where no call was priced."""
         read = self.cache_read_input_tokens
-        whole = read + self.cache_creation_input_tokens + self.input_tokens
         return {
             "sessions": len(self.sessions),
             "calls": self.calls,
@@ -68,7 +68,7 @@ class _Tally:
             "input_tokens": self.input_tokens,
             "cache_read_input_tokens": read,
             "cache_creation_input_tokens": self.cache_creation_input_tokens,
-            "hit_ratio": round(read / whole, 4) if whole else None,
+            "hit_ratio": hit_ratio(read, self.cache_creation_input_tokens, self.input_tokens),
             "cost_usd": _rounded(self.cost_usd),
             "waste_usd": _rounded(self.waste_usd),
             "unpriced_calls": self.unpriced_calls,

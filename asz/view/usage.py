@@ -88,6 +88,13 @@ class StreamBreaks:
         return Expectation(expected_read=expected, rewritten_tokens=max(0, expected - read))
 
 
+def hit_ratio(read: int, written: int, uncached: int) -> float | None:
+    """The tokens read from the cache over every prompt token (read from it, written to it,
+    neither), as every figure of asz says it; None without a prompt token."""
+    whole = read + written + uncached
+    return round(read / whole, 4) if whole else None
+
+
 def expectations(
     transcript: Transcript, usage_of: Mapping[str, Usage | None]
 ) -> dict[str, Expectation]:
