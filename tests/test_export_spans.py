@@ -48,8 +48,9 @@ def test_any_text_is_a_time_or_none_and_never_an_error(text: str) -> None:
     assert found is None or isinstance(found, int)
 
 
-def test_a_time_without_a_zone_is_no_time() -> None:
-    assert time_ns("2026-09-18T09:01:16.791") is None
+def test_a_time_without_a_zone_is_read_as_utc_as_every_listing_reads_it() -> None:
+    utc = datetime(2026, 9, 18, 9, 1, 16, 791000, tzinfo=UTC)
+    assert time_ns("2026-09-18T09:01:16.791") == int(utc.timestamp()) * 10**9 + 791 * 10**6
     assert time_ns(None) is None and time_ns("") is None
 
 

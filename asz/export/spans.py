@@ -19,11 +19,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from asz.store import MAIN_STREAM
 from asz.view.spend import NO_REQUEST
+from asz.zones import IN_UTC
 
 AttributeValue = str | bool | int | float | Sequence[str]
 Attributes = dict[str, AttributeValue]
@@ -86,14 +86,10 @@ def span_id_of(session: str, key: str) -> int:
 
 
 def time_ns(text: str | None) -> int | None:
-    """An ISO time as Unix nanoseconds; None when absent or not a time."""
-    if not text:
-        return None
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
+    """An ISO time as Unix nanoseconds, read as every listing reads it (no offset: UTC);
+    None when absent or not a time."""
+    moment = IN_UTC.moment(text)
+    if moment is None:
         return None
     whole = int(moment.timestamp())
     return whole * 1_000_000_000 + moment.microsecond * 1000

@@ -15,6 +15,7 @@ from typing import Any
 
 from asz.view.growing import Totals
 from asz.view.timeline import escaped
+from asz.zones import IN_UTC
 
 FIELDS = ("cache", "breaks", "last", "cost")
 SEPARATOR = " · "
@@ -148,13 +149,8 @@ def _tokens(count: int) -> str:
 
 
 def _age(time: object, now: datetime) -> int | None:
-    if not isinstance(time, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(time)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
+    moment = IN_UTC.moment(time)
+    if moment is None:
         return None
     return max(0, int((now - moment).total_seconds()))
 
