@@ -7,10 +7,12 @@ import re
 import socket
 import stat
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from asz.archive.ahead import KEPT, ReadAhead
 from asz.archive.cache import LocalCache
 from asz.archive.push import PushBusy, push_lock
 from asz.config import ConfigError, load_config
@@ -99,3 +101,19 @@ def test_one_push_and_one_export_from_a_root_at_a_time(tmp_path: Path) -> None:
     with push_lock(root):  # let go when its holder was done
         pass
     assert (root / "_state").stat().st_mode & 0o777 == 0o700
+
+
+def test_what_is_read_ahead_and_never_asked_for_is_let_go() -> None:
+    ahead: ReadAhead[int, int] = ReadAhead()
+    calls: list[int] = []
+
+    def call(key: int) -> int:
+        calls.append(key)
+        return key * 2
+
+    for key in range(5 * KEPT):
+        ahead.start(key, partial(call, key))
+    assert len(ahead) == KEPT  # a server that reads ahead for ever keeps a bounded few
+    newest = 5 * KEPT - 1
+    assert ahead.take(newest, partial(call, -1)) == newest * 2
+    assert ahead.take(0, partial(call, 0)) == 0  # let go: asked again, of the bucket

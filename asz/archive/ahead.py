@@ -18,7 +18,10 @@ K = TypeVar("K")
 R = TypeVar("R")
 
 AHEAD = 8
-"""Requests started ahead at most, and the threads that make them."""
+"""Requests started ahead at a time, and the threads that make them."""
+KEPT = 2 * AHEAD
+"""Calls started and not taken that are kept: past it, the oldest is let go (a reader that
+never asks for what was read ahead, a long-running server's, must not keep it for good)."""
 
 
 class ReadAhead(Generic[K, R]):
@@ -37,10 +40,13 @@ class ReadAhead(Generic[K, R]):
         return key in self._started
 
     def start(self, key: K, call: Callable[[], R]) -> None:
-        if key not in self._started:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="asz-read")
-            self._started[key] = self._pool.submit(call)
+        if key in self._started:
+            return
+        while len(self._started) >= KEPT:
+            self._started.pop(next(iter(self._started))).cancel()  # the oldest: not run, or let go
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="asz-read")
+        self._started[key] = self._pool.submit(call)
 
     def take(self, key: K, call: Callable[[], R]) -> R:
         """What ``call`` gives, from the call started ahead for ``key`` when there is one."""

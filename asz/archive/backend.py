@@ -117,12 +117,13 @@ class ArchiveBackend:
         not cached: a reader of a session reads its files one after another."""
         seq, numbers = self._numbered(path)
         later = [key for number in sorted(numbers) if number >= seq for key in numbers[number]]
-        for key in later[: AHEAD * 2]:
-            meta = self._meta[key]
-            if key == path or not self.cache.holds(key, meta.etag):
-                self._gets.start(key, partial(self.bucket.get_noted, key))
-                if len(self._gets) >= AHEAD:
-                    break
+        fetching = [
+            key
+            for key in later[: AHEAD * 2]
+            if key == path or not self.cache.holds(key, self._meta[key].etag)
+        ]
+        for key in fetching[:AHEAD]:
+            self._gets.start(key, partial(self.bucket.get_noted, key))
 
     def _meta_of(self, path: str) -> Meta:
         meta = self._meta.get(path)
