@@ -25,7 +25,7 @@ from test_view import land_sample, land_synth
 
 from asz.statusline.state import MAX_SESSIONS, save_state
 from asz.statusline.status_input import StatusInput, parse_input
-from asz.statusline.tail import MAIN_STREAM, Source, advance
+from asz.statusline.tail import LONGEST_LINE, MAIN_STREAM, Source, advance
 from asz.synth import SynthOptions
 from asz.view.growing import StreamFold
 from asz.view.prices import price_table
@@ -425,6 +425,17 @@ def test_folding_any_lines_is_the_same_whether_the_state_is_kept_between_them(
         resumed.line(raw, prices)
     assert resumed.state() == whole.state()
     assert resumed.shown(prices).state() == whole.shown(prices).state()
+
+
+def test_a_file_with_no_line_end_is_not_read_whole(tmp_path: Path) -> None:
+    """A run goes past its budget to finish a line, but a file at the transcript's path that
+    never ends one (not a transcript) stays behind rather than filling memory."""
+    endless = tmp_path / "not-a-transcript.jsonl"
+    with endless.open("wb") as out:
+        out.truncate(LONGEST_LINE + (64 << 20))  # zeros on disk for nothing
+    done = advance(Source(MAIN_STREAM, endless), None, price_table(), budget=1 << 20)
+    assert done.behind and done.kept is not None and done.kept["offset"] == 0
+    assert done.read < LONGEST_LINE + (8 << 20)
 
 
 # -- its start ------------------------------------------------------------------------------

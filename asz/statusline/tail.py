@@ -33,6 +33,9 @@ HEAD = 4096
 enough for the first line, which names the session and its first moment."""
 CHUNK = 4 << 20
 MIN_CHUNK = 4096
+LONGEST_LINE = 64 << 20
+"""A run goes past its budget to finish a line, but not past this: a file at the path with no
+line end (not a transcript) must not be read whole into memory; it stays behind."""
 
 
 class Source(NamedTuple):
@@ -77,23 +80,25 @@ def advance(
         fold, offset = _resume(fd, source, kept, info, head)
         start = done = offset
         read = 0
-        pending = b""
-        # Past the budget only to finish a line: a run always gets on by one.
-        while offset < info.st_size and (read < budget or done == start):
-            want = min(CHUNK, info.st_size - offset, max(budget - read, MIN_CHUNK))
-            chunk = os.pread(fd, want, offset)
+        unended: list[bytes] = []  # joined once a line end comes: a long line is not copied
+        # Past the budget only to finish a line: a run always gets on by one, of any length a
+        # transcript line has.
+        while offset < info.st_size and (read < budget or (done == start and read < LONGEST_LINE)):
+            room = budget - read if read < budget else CHUNK
+            chunk = os.pread(fd, min(CHUNK, info.st_size - offset, max(room, MIN_CHUNK)), offset)
             if not chunk:
                 break
             offset += len(chunk)
             read += len(chunk)
-            pending += chunk
-            cut = pending.rfind(b"\n")
+            cut = chunk.rfind(b"\n")
             if cut < 0:
+                unended.append(chunk)
                 continue
-            for raw in pending[:cut].split(b"\n"):
+            lines = b"".join([*unended, chunk[:cut]])
+            for raw in lines.split(b"\n"):
                 fold.line(raw, prices)
-            done += cut + 1
-            pending = pending[cut + 1 :]
+            done += len(lines) + 1
+            unended = [chunk[cut + 1 :]]
     except OSError:
         return Advanced(None, None, 0, False)
     finally:
