@@ -284,8 +284,13 @@ def test_an_unreadable_request_says_why_and_usage_still_finds_the_break(
         "msg_5",
         None,
     ]
+    # The bodies cannot say what broke, usage can say where: msg_2 read nothing.
     second = by_message["msg_2"]
-    assert (second["cause"], second["detail"]) == ("unreadable", "the body is not valid UTF-8")
+    assert (second["cause"], second["cause_from"]) == ("prefix", "usage")
+    assert second["evidence"] == {"bodies": "unreadable", "usage": "prefix"}
+    assert second["detail"] == (
+        "read nothing of the 1000 tokens expected (bodies: unreadable, the body is not valid UTF-8)"
+    )
     assert by_message["msg_3"]["request_id"] is None and by_message["msg_3"]["cause"] is None
     fourth = by_message["msg_4"]
     assert (fourth["cause"], fourth["detail"]) == (

@@ -26,6 +26,8 @@ ROW_KEYS = [
     "cause",
     "detail",
     "also",
+    "cause_from",
+    "evidence",
     "input_tokens",
     "cache_read_input_tokens",
     "cache_creation_input_tokens",

@@ -16,13 +16,18 @@ from typing import Any
 from asz.gc_pause import gc_paused
 from asz.store import BodyManifest, Session
 from asz.view.calls import Call
-from asz.view.causes import agrees_with_provider
+from asz.view.causes import BREAKS, FIRST, UNKNOWN, UNREADABLE, agrees_with_provider
 from asz.view.comparisons import compare_requests
 from asz.view.document import problems_of
+from asz.view.evidence import SOURCES, Named, agrees, strongest
 from asz.view.joins import JoinedSession, join_session
+from asz.view.named_causes import named_by_lines
 from asz.view.prices import DIGITS, PriceTable, cost_usd, price_table, waste_usd
 from asz.view.spend import by_family
 from asz.view.usage import Expectation, Usage, expectations
+
+UNCOMPARED = frozenset({FIRST, UNKNOWN, UNREADABLE})
+"""The bodies' outcomes that name no cause: there was nothing to compare with."""
 
 
 class _Report:
@@ -40,7 +45,10 @@ class _Report:
         response_id = self.joined.joins.response_of.get(call.message_id)
         facts = self.compared.responses.get(response_id) if response_id else None
         usage = (facts or {}).get("usage")
-        return (usage if usage is not None else call.usage), (facts or {}).get("cache_miss_reason")
+        reported = (facts or {}).get("cache_miss_reason")
+        if reported is None:
+            reported = call.on_lines.get("verdict")
+        return (usage if usage is not None else call.usage), reported
 
     def rows(self, prices: PriceTable) -> list[dict[str, Any]]:
         """A row per non-synthetic call, in the view's order, then one per landed request
@@ -51,6 +59,7 @@ class _Report:
         found = {call.message_id: self.usage(call) for call in calls}
         usages = {message_id: Usage.of(usage) for message_id, (usage, _) in found.items()}
         expected = expectations(transcript, usages)
+        named = named_by_lines(transcript, usages, expected)
         rows = []
         for call in calls:
             request_id = joins.request_of.get(call.message_id)
@@ -68,6 +77,7 @@ class _Report:
                     reported=reported,
                     expectation=expected.get(call.message_id, Expectation()),
                     prices=prices,
+                    named=named.get(call.message_id, []),
                 )
             )
         for body in self.joined.bodies.values():
@@ -90,15 +100,18 @@ def _row(
     reported: Any = None,
     expectation: Expectation,
     prices: PriceTable,
+    named: list[Named] | None = None,
 ) -> dict[str, Any]:
     counts = Usage.of(usage)
     price = prices.price_of(call.model) if call else None
+    compared = comparison or {"previous": None, "cause": None, "detail": None, "also": []}
     return {
         "request_id": request.record_id if request else None,
         "message_id": call.message_id if call else None,
         "stream": call.stream if call else None,
         "time": call.time if call else None,
-        **(comparison or {"previous": None, "cause": None, "detail": None, "also": []}),
+        **compared,
+        **_weighed(compared, named or [], bool(expectation.rewritten_tokens)),
         "input_tokens": counts.input if counts else None,
         "cache_read_input_tokens": counts.cache_read if counts else None,
         "cache_creation_input_tokens": counts.cache_creation if counts else None,
@@ -109,6 +122,35 @@ def _row(
         "waste_usd": waste_usd(expectation.rewritten_tokens, counts, price),
         "model": call.model if call else None,
         "usage": counts,
+    }
+
+
+def _weighed(compared: dict[str, Any], named: list[Named], broke: bool) -> dict[str, Any]:
+    """``cause_from`` and ``evidence`` (source -> the cause it names), and for a break the
+    strongest evidence's ``cause``, ``detail`` and ``also``: the bodies' comparison when it
+    found a change, else what the API, the lines or usage name. ``first``, ``unknown`` and
+    ``unreadable`` say the bodies could not compare: they stay the cause only when nothing
+    else names one, and are said after the detail of the one that does."""
+    said = compared["cause"]
+    judged = said in BREAKS or said == "kept"
+    if judged:
+        named = [Named("bodies", said, compared["detail"]), *named]
+    evidence = {"bodies": said} if said else {}
+    for item in named:
+        evidence.setdefault(item.source, item.cause)
+    best = strongest(named) if broke else None
+    if best is None or best.source == "bodies":
+        return {"cause_from": "bodies" if said else None, "evidence": evidence}
+    also = [item.cause for item in named if item.source == best.source][1:]
+    detail = best.detail
+    if said and not judged:
+        detail = f"{detail} (bodies: {said}, {compared['detail']})"
+    return {
+        "cause": best.cause,
+        "detail": detail,
+        "also": list(dict.fromkeys(also)),
+        "cause_from": best.source,
+        "evidence": evidence,
     }
 
 
@@ -203,4 +245,35 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "unpriced_models": sorted(unpriced),
         "reported": len(reported),
         "agreed": sum(reported),
+        "breaks_by_evidence": _breaks_by_evidence(rows),
+        "api_agreement": _api_agreement(rows),
     }
+
+
+def _breaks_by_evidence(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Breaks by the source of their cause; ``none`` for those no evidence names."""
+    found = dict.fromkeys([*SOURCES, "none"], 0)
+    for row in rows:
+        if row["rewritten_tokens"]:
+            source = row["cause_from"]
+            named = source in SOURCES and (source != "bodies" or row["cause"] in BREAKS)
+            found[source if named else "none"] += 1
+    return found
+
+
+def _api_agreement(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """API cause -> the calls where it and other evidence both name a cause (``compared``),
+    and those where they agree (:data:`asz.view.evidence.AGREES`)."""
+    found: dict[str, dict[str, int]] = {}
+    for row in rows:
+        evidence = row["evidence"]
+        api = evidence.get("api")
+        other = next((evidence[s] for s in SOURCES if s != "api" and s in evidence), None)
+        if evidence.get("bodies") in UNCOMPARED:
+            other = evidence.get("transcript", evidence.get("usage"))
+        if api is None or other is None:
+            continue
+        entry = found.setdefault(api, {"compared": 0, "agreed": 0})
+        entry["compared"] += 1
+        entry["agreed"] += agrees(api, other)
+    return found
