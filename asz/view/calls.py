@@ -50,9 +50,11 @@ class Call:
     (:func:`asz.view.evidence.seen_on_line`); the last line's that says each."""
 
 
-def seen(call: Call) -> Seen:
-    """What the call's lines say of it, as the evidence of a cause reads it."""
-    return Seen(model=call.model, time=call.time, last_time=call.last_time, **call.on_lines)
+def facts(call: Call) -> dict[str, Any]:
+    """What the call's lines say of it (a :class:`asz.view.evidence.Seen` as JSON, with its
+    ``usage.speed``), as the evidence of a cause reads it."""
+    seen = Seen(model=call.model, time=call.time, last_time=call.last_time, **call.on_lines)
+    return {**seen.to_json(), "speed": (call.usage or {}).get("speed")}
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,6 @@ changed and kept the cache is said in the detail. The models and settings are th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 import orjson
 
@@ -181,15 +180,6 @@ def _message_change(previous: Shape, current: Shape, between: Between) -> list[t
 
 def show(value: object) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-
-
-def seconds_between(earlier: str | None, later: str | None) -> float | None:
-    if not earlier or not later:
-        return None
-    try:
-        return (datetime.fromisoformat(later) - datetime.fromisoformat(earlier)).total_seconds()
-    except (ValueError, TypeError):
-        return None
 
 
 def compacted_between(transcript: Transcript, before: Call, after: Call) -> bool:

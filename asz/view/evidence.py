@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, NamedTuple
 
 import orjson
@@ -224,3 +225,79 @@ def _said(value: object) -> str:
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+class StreamEvidence:
+    """What naming a stream's next break needs of the calls before it: the previous call as
+    its lines tell it, the stream's prefix (what its latest start read) and the lifetime of
+    its latest write; kept as plain JSON between runs of ``asz statusline``."""
+
+    __slots__ = ("prefix", "previous", "ttl")
+
+    def __init__(
+        self,
+        previous: dict[str, Any] | None = None,
+        prefix: int | None = None,
+        ttl: float | None = None,
+    ) -> None:
+        self.previous = previous
+        """The previous call's :class:`Seen` as JSON, with its ``speed``."""
+        self.prefix = prefix
+        self.ttl = ttl
+
+    def named(
+        self, call: Mapping[str, Any], usage: Usage | None, expected: int | None
+    ) -> list[Named]:
+        """Every cause the API, the lines and usage name for a break at ``call`` (its
+        :class:`Seen` as JSON, with its ``speed``) that should have read ``expected``,
+        strongest source first."""
+        named = []
+        verdict = api_cause(call.get("verdict"), call.get("missed"))
+        if verdict is not None:
+            named.append(verdict)
+        if self.previous is not None:
+            named += transcript_causes(
+                Seen.of_json(self.previous),
+                Seen.of_json(call),
+                speeds=(self.previous.get("speed"), call.get("speed")),
+                gap_seconds=seconds_apart(self.previous.get("last_time"), call.get("time")),
+                ttl=self.ttl,
+            )
+        located = usage_cause(usage.cache_read if usage else None, expected, self.prefix)
+        if located is not None:
+            named.append(located)
+        return named
+
+    def advance(self, call: Mapping[str, Any], usage: Usage | None, start: bool) -> None:
+        """Takes in a closed call; ``start`` when it was a start of its stream."""
+        if start and usage is not None and usage.cache_read:
+            self.prefix = usage.cache_read
+        self.ttl = lifetime(usage, self.ttl)
+        self.previous = {name: call.get(name) for name in (*Seen.__slots__, "speed")}
+
+    def state(self) -> dict[str, Any]:
+        return {"previous": self.previous, "prefix": self.prefix, "ttl": self.ttl}
+
+    @classmethod
+    def of_state(cls, value: Mapping[str, Any] | None) -> StreamEvidence:
+        """The evidence a :meth:`state` was taken of; empty for None (a state kept before
+        causes were named from the lines)."""
+        if value is None:
+            return cls()
+        previous = value["previous"]
+        prefix, ttl = value["prefix"], value["ttl"]
+        return cls(
+            dict(previous) if previous is not None else None,
+            None if prefix is None else int(prefix),
+            None if ttl is None else float(ttl),
+        )
+
+
+def seconds_apart(earlier: object, later: object) -> float | None:
+    """Seconds from one ISO time to another; None when either is not one."""
+    if not isinstance(earlier, str) or not isinstance(later, str):
+        return None
+    try:
+        return (datetime.fromisoformat(later) - datetime.fromisoformat(earlier)).total_seconds()
+    except (ValueError, TypeError):
+        return None
