@@ -159,7 +159,10 @@ def test_each_break_of_a_transcript_is_named_from_its_lines_the_api_or_usage(
     assert totals["api_agreement"] == {"tools": {"compared": 1, "agreed": 1}}
     assert totals["by_cause"]["messages"]["requests"] == 2
     text = run_asz("cache", "--root", str(store.location), made.session)
-    assert text.returncode == 0 and b"ttl" in text.stdout and b"upgrade" in text.stdout
+    said = text.stdout.decode()
+    assert text.returncode == 0 and "ttl" in said and "upgrade" in said
+    assert "breaks named: 7 of 7 (api 1, transcript 4, usage 2)\n" in said
+    assert "the API's verdict agrees with the other evidence in 1 of 1\n" in said
 
 
 def test_the_real_transcripts_name_their_breaks(
