@@ -17,7 +17,10 @@ from test_joins import MAIN_STREAM, HandMade
 from test_view import land_claude, land_sample
 
 from asz.synth import SynthOptions, synthesize
+from asz.view.causes import FIRST, PRECEDENCE, UNKNOWN, UNREADABLE
 from asz.view.evidence import Named, Seen, api_cause, seen_on_line, strongest, transcript_causes
+from asz.view.families import CACHE_CAUSES
+from asz.view.spend import NO_REQUEST
 
 SAMPLE_SESSION = "4d5611e5-241a-462a-8d15-5122611a9569"
 
@@ -264,3 +267,9 @@ def test_any_line_gives_facts_of_the_right_types(envelope: dict, diagnostics: ob
     assert said["verdict"] is None or isinstance(said["verdict"], str)
     assert said["missed"] is None or isinstance(said["missed"], int)
     Seen(**said)
+
+
+def test_every_cause_the_report_names_is_a_label_of_the_counters() -> None:
+    """Causes from usage (``prefix``) are counted under their name, not as ``other``."""
+    named = {*PRECEDENCE, "prefix", FIRST, UNKNOWN, UNREADABLE, NO_REQUEST}
+    assert named <= set(CACHE_CAUSES)
