@@ -83,12 +83,44 @@ class ArchiveConfig:
     attempts: int = 6
     """Tries of one request before it counts as failed (resets, 5xx, throttling)."""
     backoff: float = 0.25
-    """Seconds the first retry waits at most; each next one doubles it, with full jitter."""
+    """Seconds the first retry waits at most; each next one doubles it, with equal jitter."""
     backoff_cap: float = 20.0
     cache_bytes: int = 1024 * 1024 * 1024
     """The bound of the local cache of landed files read from an archive."""
     unhealthy_after: float = 900.0
     """Seconds pushes may keep failing before ``/healthz`` says so."""
+
+
+@dataclass(frozen=True, slots=True)
+class OtlpConfig:
+    """Where ``asz export otlp`` and the service send every model call as an OpenTelemetry
+    span (``asz.export``, docs/otel.md).
+
+    An API key is never here: it comes from ``headers_file`` (a file only its owner reads) or
+    the standard ``OTEL_EXPORTER_OTLP_HEADERS`` variable.
+    """
+
+    endpoint: str = ""
+    """The OTLP/HTTP base URL (``/v1/traces`` and ``/v1/metrics`` are added); empty: the
+    standard ``OTEL_EXPORTER_OTLP_*ENDPOINT`` variables, and without them the service sends
+    nothing."""
+    headers: tuple[str, ...] = ()
+    """``name=value`` headers sent with every request."""
+    headers_file: str = ""
+    """A file of ``name=value`` lines, readable by its owner only (chmod 600)."""
+    timeout: float = 10.0
+    """Seconds one batch may take, its retries included."""
+    batch_spans: int = 512
+    quiet_seconds: float = 300.0
+    """A session that landed nothing for this long is final: its last calls go out too."""
+    backoff: float = 5.0
+    """Seconds the service waits after a failed batch; doubled after each next one."""
+    backoff_cap: float = 300.0
+    unhealthy_after: float = 900.0
+    """Seconds exports may keep failing before ``/healthz`` says so."""
+    metrics: bool = True
+    """The service also sends its cache-cost counters over OTLP (``/v1/metrics``)."""
+    metrics_interval: float = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +149,7 @@ class Config:
     adapters: Adapters = Adapters()
     service: ServiceConfig = ServiceConfig()
     archive: ArchiveConfig = ArchiveConfig()
+    otlp: OtlpConfig = OtlpConfig()
     root_url: str = ""
     """The archive ``--root`` (or ``ASZ_ROOT``, or ``root``) named instead of a directory
     (``s3://bucket/prefix``): the reading commands read it, the commands that write into a
@@ -261,8 +294,10 @@ def load_config(
         merged = replace(merged, root=_absolute(Path(chosen_root)))
     if isinstance(chosen_root, str) and "://" in chosen_root:
         # ``root`` stays the path the text would name, which no command finds a root at, so
-        # a command that reads no archive says so rather than using another root.
-        merged = replace(merged, root_url=_archive_url(chosen_root, where))
+        # a command that reads no archive says so rather than using another root. A bad one
+        # is blamed on where it came from, not on a config file that may not name it.
+        named_by = "--root" if root else "ASZ_ROOT" if env.get("ASZ_ROOT") else where
+        merged = replace(merged, root_url=_archive_url(chosen_root, named_by))
     if merged.archive.url:
         _archive_url(merged.archive.url, where)
     _check_budgets(merged, where)
@@ -387,6 +422,19 @@ def _check_budgets(config: Config, where: str) -> None:
     for key in ("backoff", "backoff_cap", "unhealthy_after"):
         if getattr(archive, key) < 0:
             raise ConfigError(f"{where}: archive.{key} must not be negative")
+    otlp = config.otlp
+    if otlp.batch_spans < 1:
+        raise ConfigError(f"{where}: otlp.batch_spans must be at least 1")
+    for key in (
+        "timeout",
+        "quiet_seconds",
+        "backoff",
+        "backoff_cap",
+        "unhealthy_after",
+        "metrics_interval",
+    ):
+        if getattr(otlp, key) < 0:
+            raise ConfigError(f"{where}: otlp.{key} must not be negative")
     service = config.service
     for key in (
         "batch_window",

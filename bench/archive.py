@@ -1,21 +1,30 @@
-"""Push throughput into an archive, and reading commands over the bucket against the local root.
+"""The team archive under faults: pushes through a proxy that adds latency, throttles and goes
+away, and reading commands over the bucket against the local root.
 
 Synthesises a capture of ``--sessions`` sessions, lands it with one collector pass, starts an
-S3-protocol server on the loopback (moto in server mode, in this process), then measures, each
-as a whole ``asz`` process the way a person runs it:
+S3-protocol server on the loopback (moto in server mode, in this process) behind the tests'
+fault proxy (``tests/s3server.py``: every request counted), and runs each ``asz`` as a whole
+process, the way a person runs it. Each push goes to a prefix of its own, from a record
+started afresh, and pushes are repeated (as the service does after its next pass) until the
+archive is complete:
 
-- ``asz push``: MB/s and objects/s of the first push (the pass's own time, as ``--json`` says
-  it; the whole process is said beside it), and the time of a second one that finds nothing
-  new (the local record answers; no request is made);
-- ``asz sessions``, ``asz view SESSION --json`` and ``asz cache --json`` over the local root,
-  over the bucket with an empty local cache (cold: every object read), and again (warm: the
-  listings are made again, the landed files and derived summaries come from the cache).
+- ``latency``: every answer held back ``--latency`` (20 ms);
+- ``slowdown``: that, and ``--slowdown`` (30%) of the requests answered ``503 SlowDown``;
+- ``gone``: latency, and the server gone (connections refused) for ``--gone`` (60 s) once
+  half the objects are up; the push stops at the breaker, and is run again every 5 s until it
+  completes (each later push resumes);
 
-moto is a single-threaded Python server and answers every request itself, so the push
-figures are a floor set by the server, not by the client: a real service answers many
-requests at once.
+for each: the time to a complete archive, the pushes it took, and the requests sent per
+landed file (all pushes), and by the last (resumed) push per file it pushed. Then
+``asz sessions`` and ``asz cache --json`` over the local root and over the bucket (latency
+only), with an empty local cache (cold) and again (warm).
 
-    .venv/bin/python bench/archive.py [--sessions 20] [--turns 12] [--workers 8] [--keep DIR]
+moto is a single-threaded Python server and answers every request itself, so the figures
+are a floor set by the server, not by the client.
+
+    .venv/bin/python bench/archive.py [--sessions 70] [--turns 6] [--workers 8]
+        [--latency 0.02] [--slowdown 0.3] [--gone 60] [--faults latency,slowdown,gone]
+        [--keep DIR]
 
 It needs moto, which the test extras install (``pip install '.[test]'``).
 """
@@ -25,127 +34,182 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
+import random
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from asz.commands.collect import collect_once
 from asz.config import Config
 from asz.synth import SynthOptions, synthesize
 
-BUCKET = "bench-archive"
-CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "bench",
-    "AWS_SECRET_ACCESS_KEY": "bench",
-    "AWS_REGION": "us-east-1",
-}
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+RESUME_EVERY = 5.0
+"""Seconds between pushes while the archive is not complete (the service's rescan)."""
 
 
-def land(workdir: Path, sessions: int, turns: int) -> tuple[Path, Path, int]:
+def land(workdir: Path, sessions: int, turns: int) -> Path:
     capture = workdir / "claude"
-    synthesize(capture, SynthOptions(seed=11, sessions=sessions, turns=turns, subagents=2))
+    synthesize(capture, SynthOptions(seed=11, sessions=sessions, turns=turns, subagents=1))
     config = Config(root=workdir / "root", claude_dirs=(capture,))
     if collect_once(config, as_json=False) != 0:
         raise SystemExit("the collector pass was not complete")
-    source = sum(path.stat().st_size for path in capture.rglob("*") if path.is_file())
-    return capture, config.root, source
+    return config.root
 
 
-def start_server() -> tuple[object, str]:
-    try:
-        import boto3
-        from moto.server import ThreadedMotoServer
-    except ImportError:
-        print("bench/archive.py needs moto: pip install '.[test]'", file=sys.stderr)
-        raise SystemExit(1) from None
-    import logging
+def asz(workdir: Path, config: Path, *args: str, cache: str = "cache") -> tuple[float, Any]:
+    """Wall time of one ``asz`` process, and what it printed (JSON when it is)."""
+    from s3server import CREDENTIALS
 
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    os.environ.update(CREDENTIALS)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=BUCKET)
-    return server, endpoint
-
-
-def asz(workdir: Path, *args: str, cache: str = "cache") -> tuple[float, bytes]:
-    """Wall time of one ``asz`` process, and what it printed."""
-    exe = Path(sys.executable).with_name("asz")
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(workdir / "home"),
         "XDG_CACHE_HOME": str(workdir / cache),
         **CREDENTIALS,
     }
+    exe = Path(sys.executable).with_name("asz")
     started = time.perf_counter()
     done = subprocess.run(
-        [str(exe), *args, "--config", str(workdir / "asz.toml")],
-        env=env,
-        capture_output=True,
-        check=False,
+        [str(exe), *args, "--config", str(config)], env=env, capture_output=True, check=False
     )
     seconds = time.perf_counter() - started
-    if done.returncode != 0:
+    if done.returncode not in (0, 1):
         raise SystemExit(f"asz {' '.join(args)} failed: {done.stderr.decode()}")
-    return seconds, done.stdout
-
-
-def measure(workdir: Path, sessions: int, turns: int, workers: int) -> None:
-    _capture, root, source = land(workdir, sessions, turns)
-    server, endpoint = start_server()
     try:
-        url = f"s3://{BUCKET}/team"
-        (workdir / "asz.toml").write_text(
-            f'[archive]\nurl = "{url}"\nendpoint = "{endpoint}"\nworkers = {workers}\n'
-        )
-        seconds, out = asz(workdir, "push", "--json", "--root", str(root))
-        pushed = json.loads(out)
-        again, _ = asz(workdir, "push", "--root", str(root))
-        megabytes = pushed["bytes"] / 1e6
+        return seconds, json.loads(done.stdout)
+    except ValueError:
+        return seconds, done.stdout
+
+
+def configure(workdir: Path, endpoint: str, prefix: str, workers: int) -> Path:
+    from s3server import archive_config
+
+    return archive_config(
+        workdir / f"{prefix}.toml", endpoint, prefix, workers=workers, attempts=6, backoff=0.25
+    )
+
+
+def push_until_complete(
+    workdir: Path, root: Path, config: Path, proxy: Any
+) -> tuple[float, int, int, float]:
+    """Seconds to a complete archive, the pushes it took, the requests of all of them, and
+    the requests of the last one per file it pushed."""
+    (root / "_state" / "archive-pushed.jsonl").unlink(missing_ok=True)
+    started = time.perf_counter()
+    pushes = 0
+    while True:
+        before = len(proxy.seen)
+        _, counts = asz(workdir, config, "push", "--json", "--root", str(root))
+        pushes += 1
+        if counts["complete"]:
+            took = time.perf_counter() - started
+            went = max(1, counts["files"] + counts["already_there"])
+            return took, pushes, len(proxy.seen), (len(proxy.seen) - before) / went
+        print(f"    push {pushes}: {counts['stopped'] or counts['errors'][:1]}")
+        time.sleep(RESUME_EVERY)
+
+
+def measure_pushes(workdir: Path, root: Path, args: argparse.Namespace) -> None:
+    from s3server import S3Server, proxied
+
+    files = sum(1 for _ in root.rglob("*.asz"))
+    server = S3Server()
+    try:
+        print(f"{args.sessions} sessions landed in {files} files; {args.workers} workers")
         print(
-            f"{sessions} sessions: {source / 1e6:,.1f} MB written by Claude Code, landed in "
-            f"{pushed['files']} files ({megabytes:,.2f} MB)"
+            f"  {'fault':<10} {'complete in':>12} {'pushes':>7} {'requests/file':>14} "
+            f"{'last push, per file it pushed':>30}"
         )
-        work = pushed["seconds"]
-        print(
-            f"  asz push          {work:6.2f} s  {megabytes / work:6.2f} MB/s  "
-            f"{pushed['files'] / work:6.1f} objects/s  ({workers} workers; the pass alone, "
-            f"{seconds:.2f} s for the whole process)"
-        )
-        print(f"  asz push again    {again:6.2f} s  (nothing new: no request)")
-        _, listed = asz(workdir, "sessions", "--json", "--root", str(root))
-        session = json.loads(listed)[0]["id"]
-        print(f"  {'command':<24} {'local':>8} {'bucket cold':>12} {'bucket warm':>12}")
-        for args in (("sessions",), ("view", session, "--json"), ("cache", "--json")):
-            local, local_out = asz(workdir, *args, "--root", str(root))
-            cold_cache = f"cache-{args[0]}"
-            cold, cold_out = asz(workdir, *args, "--root", url, cache=cold_cache)
-            warm, _ = asz(workdir, *args, "--root", url, cache=cold_cache)
-            same = "same output" if cold_out == local_out else "OUTPUT DIFFERS"
-            name = " ".join(args[:1])
-            print(f"  asz {name:<20} {local:7.2f}s {cold:11.2f}s {warm:11.2f}s  {same}")
+        for name in args.faults.split(","):
+            if name not in ("latency", "slowdown", "gone"):
+                raise SystemExit(f"no such fault: {name}")
+            took, pushes, sent, last = push_through(server, workdir, root, name, args)
+            print(f"  {name:<10} {took:11.1f}s {pushes:7d} {sent / files:14.2f} {last:10.2f}")
+        with proxied(server, lambda method, key, n: "slow") as proxy:
+            proxy.delay = args.latency
+            config = configure(workdir, proxy.endpoint, "bench-latency", args.workers)
+            measure_reads(workdir, root, config, args.sessions)
     finally:
-        server.stop()  # type: ignore[attr-defined]
+        server.stop()
+
+
+def push_through(
+    server: Any, workdir: Path, root: Path, name: str, args: argparse.Namespace
+) -> tuple[float, int, int, float]:
+    """Pushes through the proxy with ``name``'s fault until the archive is complete."""
+    from s3server import proxied
+
+    chance = args.slowdown if name == "slowdown" else 0.0
+    draw = random.Random(1).random
+    puts = [0]
+
+    def fault(method: str, key: str, n: int) -> str:
+        if method == "PUT":
+            puts[0] += 1
+        return "503" if draw() < chance else "slow"
+
+    with proxied(server, fault) as proxy:
+        proxy.delay = args.latency
+        if name == "gone":
+            half = sum(1 for _ in root.rglob("*.asz")) // 2
+
+            def away() -> None:
+                while puts[0] < half:
+                    time.sleep(0.01)
+                proxy.refuse()
+                time.sleep(args.gone)
+                proxy.listen()
+
+            threading.Thread(target=away, daemon=True).start()
+        config = configure(workdir, proxy.endpoint, f"bench-{name}", args.workers)
+        return push_until_complete(workdir, root, config, proxy)
+
+
+def measure_reads(workdir: Path, root: Path, config: Path, sessions: int) -> None:
+    from s3server import BUCKET
+
+    url = f"s3://{BUCKET}/bench-latency"
+    print(f"  {'command':<24} {'local':>8} {'bucket cold':>12} {'bucket warm':>12}")
+    for args in (("sessions",), ("cache", "--json")):
+        local, local_out = asz(workdir, config, *args, "--root", str(root))
+        cache = f"cache-{args[0]}"
+        shutil.rmtree(workdir / cache, ignore_errors=True)
+        cold, cold_out = asz(workdir, config, *args, "--root", url, cache=cache)
+        warm, _ = asz(workdir, config, *args, "--root", url, cache=cache)
+        same = "same output" if cold_out == local_out else "OUTPUT DIFFERS"
+        name = f"{args[0]} ({sessions})"
+        print(f"  asz {name:<20} {local:7.2f}s {cold:11.2f}s {warm:11.2f}s  {same}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=20)
-    parser.add_argument("--turns", type=int, default=12)
+    parser.add_argument("--sessions", type=int, default=70)
+    parser.add_argument("--turns", type=int, default=6)
     parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--latency", type=float, default=0.02, help="seconds per answer")
+    parser.add_argument("--slowdown", type=float, default=0.3, help="share answered SlowDown")
+    parser.add_argument("--gone", type=float, default=60.0, help="seconds the server is gone")
+    parser.add_argument(
+        "--faults", default="latency,slowdown,gone", help="which pushes to make, in order"
+    )
     parser.add_argument("--keep", type=Path, help="work in this directory and keep it")
     args = parser.parse_args()
+    try:
+        import moto  # noqa: F401
+
+        sys.path.insert(0, str(TESTS))
+    except ImportError:
+        print("bench/archive.py needs moto: pip install '.[test]'", file=sys.stderr)
+        raise SystemExit(1) from None
     with tempfile.TemporaryDirectory() as scratch:
         workdir = args.keep or Path(scratch)
         workdir.mkdir(parents=True, exist_ok=True)
-        measure(workdir, args.sessions, args.turns, args.workers)
+        measure_pushes(workdir, land(workdir, args.sessions, args.turns), args)
 
 
 if __name__ == "__main__":

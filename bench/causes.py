@@ -26,6 +26,8 @@ from asz.config import Config
 from asz.store import open_store
 from asz.synth import SynthOptions, synthesize
 from asz.view import cache_report
+from asz.view.cache import UNCOMPARED
+from asz.view.evidence import SOURCES
 
 INJECTED = {
     "upgrade": "upgrade",
@@ -51,17 +53,19 @@ def land(claude: Path, root: Path) -> list[dict[str, Any]]:
 
 
 def tally(reports: list[dict[str, Any]]) -> tuple[int, Counter[str], Counter[str]]:
-    """Breaks, breaks by the source of their cause, and breaks by cause."""
-    sources: Counter[str] = Counter()
+    """Breaks, breaks by the source of their cause, and breaks by cause; read from the rows,
+    so that a report of an asz that named causes from the bodies only reads too."""
+    sources: Counter[str] = Counter(dict.fromkeys([*SOURCES, "none"], 0))
     causes: Counter[str] = Counter()
     breaks = 0
     for report in reports:
         for row in report["rows"]:
-            if row["rewritten_tokens"]:
-                breaks += 1
-                causes[row["cause"] or "-"] += 1
-        for source, count in report["totals"]["breaks_by_evidence"].items():
-            sources[source] += count
+            if not row["rewritten_tokens"]:
+                continue
+            breaks += 1
+            named = row["cause"] is not None and row["cause"] not in UNCOMPARED
+            sources[row.get("cause_from", "bodies") if named else "none"] += 1
+            causes[row["cause"] or "-"] += 1
     return breaks, sources, causes
 
 
@@ -74,7 +78,7 @@ def say(label: str, reports: list[dict[str, Any]]) -> None:
     print("  by cause:    " + ", ".join(f"{c} {n}" for c, n in causes.most_common()))
     agreement = Counter[str]()
     for report in reports:
-        for cause, entry in report["totals"]["api_agreement"].items():
+        for cause, entry in report["totals"].get("api_agreement", {}).items():
             agreement[f"{cause} compared"] += entry["compared"]
             agreement[f"{cause} agreed"] += entry["agreed"]
     if agreement:

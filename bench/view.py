@@ -33,9 +33,8 @@ from pathlib import Path
 from asz.commands.collect import collect_once
 from asz.config import Config
 from asz.store import BODY_KIND, open_store
-from asz.store.manifest_index import INDEX_FILE
+from asz.store.layout import MANIFESTS_FILE, REPORT_FILE
 from asz.synth import SynthOptions, synthesize
-from asz.view.kept import REPORT_FILE
 
 BASELINES = {1000: (1.5, 255.0), 3000: (8.2, 725.0)}
 """Calls -> (seconds, peak RSS in MB) of ``asz cache`` alone before this design."""
@@ -123,7 +122,7 @@ def measure(workdir: Path, calls: int, tool_calls: int) -> None:
     view = in_child(root, session, "build_view")
     report = in_child(root, session, "cache_report")
     command_seconds = timed_command(root, session)
-    for derived in (REPORT_FILE, INDEX_FILE):
+    for derived in (REPORT_FILE, MANIFESTS_FILE):
         (root / session / derived).unlink()
     lost = in_child(root, session, "cache_report")
     megabytes = request_megabytes(root, session)

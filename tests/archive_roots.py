@@ -3,6 +3,7 @@ real ``asz`` run against an archive on the loopback S3 server (``s3server``)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from dataclasses import dataclass
@@ -41,12 +42,14 @@ class Machine:
         }
 
     def asz(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+        return self.asz_env(self.env(), *args, timeout=timeout)
+
+    def asz_env(
+        self, env: dict[str, str], *args: str, timeout: float = 120
+    ) -> subprocess.CompletedProcess[bytes]:
+        """``asz`` with ``env`` as its whole environment."""
         return subprocess.run(
-            [*asz_executable(), *args],
-            env=self.env(),
-            capture_output=True,
-            timeout=timeout,
-            check=False,
+            [*asz_executable(), *args], env=env, capture_output=True, timeout=timeout, check=False
         )
 
     def land(self, options: SynthOptions | None = None) -> dict:
@@ -73,6 +76,12 @@ class Machine:
 
     def read_local(self, *args: str) -> subprocess.CompletedProcess[bytes]:
         return self.asz(*args, "--root", str(self.root))
+
+
+def bucket_prefix(tmp_path: Path) -> str:
+    """The test's own prefix in the shared bucket (its ``tmp_path`` is its own), so that tests
+    sharing the server share nothing."""
+    return "t-" + hashlib.sha256(str(tmp_path).encode()).hexdigest()[:10]
 
 
 def landed_keys(store: Store, prefix: str) -> dict[str, bytes]:

@@ -6,8 +6,10 @@ the same port still holds them (a "server stopped in the middle of a push"). :cl
 stands between the client and the server: it forwards one request per connection, counts
 every request by method, key and the status the server gave, and, when told, resets a
 connection before forwarding the request (the server never saw it) or after (the server took
-it and the answer is lost), answers ``503 SlowDown`` itself, or holds an answer back a
-moment. Nothing of asz is mocked: the real client speaks real HTTP to a real server through a
+it and the answer is lost), answers ``503 SlowDown`` or any other S3 error itself
+(``error:CODE:STATUS``), holds an answer back a moment, or stops listening (``refuse``: every
+connection is refused, as when the server is gone) until told to listen again. Nothing of asz
+is mocked: the real client speaks real HTTP to a real server through a
 real socket.
 """
 
@@ -31,15 +33,6 @@ CREDENTIALS = {
     "AWS_SECRET_ACCESS_KEY": "testing-secret",
     "AWS_REGION": "us-east-1",
 }
-_SLOW_DOWN_BODY = (
-    b'<?xml version="1.0" encoding="UTF-8"?>'
-    b"<Error><Code>SlowDown</Code><Message>slow</Message></Error>"
-)
-_SLOW_DOWN = (
-    b"HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\n"
-    + f"Content-Length: {len(_SLOW_DOWN_BODY)}\r\nConnection: close\r\n\r\n".encode()
-    + _SLOW_DOWN_BODY
-)
 
 
 class S3Server:
@@ -89,6 +82,39 @@ class S3Server:
         return found
 
 
+@contextlib.contextmanager
+def another_server() -> Iterator[str]:
+    """Another S3 server, in a process of its own (so none of the first's objects), with an
+    empty bucket of the same name: the endpoint of a "moved" archive. Yields its endpoint."""
+    import subprocess
+    import sys
+
+    import boto3
+
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        client = boto3.client("s3", endpoint_url=endpoint, **_boto_credentials())
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                client.create_bucket(Bucket=BUCKET)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)  # the server is still starting
+        yield endpoint
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def _boto_credentials() -> dict[str, str]:
     return {
         "aws_access_key_id": CREDENTIALS["AWS_ACCESS_KEY_ID"],
@@ -112,11 +138,25 @@ class Seen:
     key: str
     status: int | None
     fault: str = ""
+    at: float = 0.0
+    """When the request arrived (``time.monotonic``)."""
 
 
 Fault = Callable[[str, str, int], str]
 """(method, key, number of the request from 1) -> "" (forward), "reset-before", "reset-after",
-"503", "slow"."""
+"503", "slow", or "error:CODE:STATUS" (e.g. "error:AccessDenied:403")."""
+
+
+def s3_error(code: str, status: int) -> bytes:
+    """A whole HTTP answer carrying an S3 error, as the service words one."""
+    body = (
+        f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code>'
+        f"<Message>{code}</Message><RequestId>0</RequestId></Error>"
+    ).encode()
+    return (
+        f"HTTP/1.1 {status} {code}\r\nContent-Type: application/xml\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode() + body
 
 
 @dataclass
@@ -130,12 +170,26 @@ class FaultProxy:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self._listener.getsockname()[1]
+        self.port = 0
         self._stop = False
         self._arrived: Counter[str] = Counter()
-        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._in_flight = 0
+        self.most_at_once = 0
+        """The most requests the proxy held at one time (a client's parallelism)."""
+        self.listen()
+
+    def listen(self) -> None:
+        """Accepts connections (again, on the same port after ``refuse``)."""
+        self._listener = socket.create_server(("127.0.0.1", self.port))
+        self.port = self._listener.getsockname()[1]
+        self._stop = False
+        self._thread = threading.Thread(target=self._accept, args=(self._listener,), daemon=True)
         self._thread.start()
+
+    def refuse(self) -> None:
+        """Stops listening: every connection is refused, as when the server is gone."""
+        self.close()
+        self._thread.join(timeout=5)
 
     @property
     def endpoint(self) -> str:
@@ -151,14 +205,22 @@ class FaultProxy:
         with self._lock:
             return Counter(s.key for s in self.seen if s.method == "PUT" and s.status == status)
 
+    def sent(self) -> Counter[str]:
+        """Keys by how many PUTs went for them, but a push record's marker
+        (``_archive/roots/``), which a push that starts a record creates."""
+        with self._lock:
+            return Counter(
+                s.key for s in self.seen if s.method == "PUT" and "/_archive/roots/" not in s.key
+            )
+
     def requests(self, method: str) -> int:
         with self._lock:
             return sum(1 for s in self.seen if s.method == method)
 
-    def _accept(self) -> None:
+    def _accept(self, listener: socket.socket) -> None:
         while not self._stop:
             try:
-                client, _ = self._listener.accept()
+                client, _ = listener.accept()
             except OSError:
                 return
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
@@ -172,29 +234,60 @@ class FaultProxy:
             if request is None:
                 return
             method, target, head, body = request
+            arrived = time.monotonic()
             key = unquote(urlsplit(target).path).split("/", 2)[-1]
             with self._lock:  # numbered as they arrive, so each number is dealt once
                 self._arrived[method] += 1
                 number = self._arrived[method]
-            fault = self.fault(method, key, number)
-            answer = b""
-            if fault == "503":
-                answer = _SLOW_DOWN
-            elif fault != "reset-before":
-                try:
-                    answer = _forward(self.upstream_port, head, body)
-                except OSError:
-                    fault = "no-server"
-            status = _status(answer) if answer else None
-            with self._lock:  # counted before the client hears anything
-                self.seen.append(Seen(method, key, status, fault))
-            if fault == "slow":  # the server took it; the answer is slow to come
-                time.sleep(self.delay)
-            if not answer or fault == "reset-after":
-                _reset(client)
-                return
-            with contextlib.suppress(OSError):
-                client.sendall(answer)
+                self._in_flight += 1
+                self.most_at_once = max(self.most_at_once, self._in_flight)
+            try:
+                self._answer(
+                    client,
+                    method=method,
+                    key=key,
+                    number=number,
+                    head=head,
+                    body=body,
+                    arrived=arrived,
+                )
+            finally:
+                with self._lock:
+                    self._in_flight -= 1
+
+    def _answer(
+        self,
+        client: socket.socket,
+        *,
+        method: str,
+        key: str,
+        number: int,
+        head: bytes,
+        body: bytes,
+        arrived: float,
+    ) -> None:
+        fault = self.fault(method, key, number)
+        answer = b""
+        if fault == "503":
+            answer = s3_error("SlowDown", 503)
+        elif fault.startswith("error:"):
+            _, code, status = fault.split(":")
+            answer = s3_error(code, int(status))
+        elif fault != "reset-before":
+            try:
+                answer = _forward(self.upstream_port, head, body)
+            except OSError:
+                fault = "no-server"
+        status = _status(answer) if answer else None
+        with self._lock:  # counted before the client hears anything
+            self.seen.append(Seen(method, key, status, fault, arrived))
+        if fault == "slow":  # the server took it; the answer is slow to come
+            time.sleep(self.delay)
+        if not answer or fault == "reset-after":
+            _reset(client)
+            return
+        with contextlib.suppress(OSError):
+            client.sendall(answer)
 
 
 def _reset(sock: socket.socket) -> None:

@@ -7,15 +7,14 @@ must say exactly what it says over the local root.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
 
 import orjson
 import pytest
-from archive_roots import Machine, landed_keys
-from s3server import BUCKET, S3Server, proxied
+from archive_roots import Machine, bucket_prefix, landed_keys
+from s3server import BUCKET, S3Server, another_server, proxied
 from serving import serving
 from test_store_api import run_example
 
@@ -32,9 +31,8 @@ def landed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Machine, dict]:
 
 
 @pytest.fixture
-def prefix(request: pytest.FixtureRequest) -> str:
-    """The test's own prefix in the bucket, so that tests sharing the server share nothing."""
-    return "t-" + hashlib.sha256(request.node.name.encode()).hexdigest()[:10]
+def prefix(tmp_path: Path) -> str:
+    return bucket_prefix(tmp_path)
 
 
 def test_push_sends_every_landed_file_once_and_nothing_derived(
@@ -62,7 +60,7 @@ def test_push_sends_every_landed_file_once_and_nothing_derived(
     assert set(puts) == set(held) and set(puts.values()) == {1}
     assert proxy.puts(412) == {}
     for key in held:
-        assert not key.endswith((".json", "/seq")) or "/_archive/claims/" in key, key
+        assert not key.endswith((".json", "/seq")) or "/_archive/" in key, key
         assert "/_state/" not in key
 
 
@@ -79,8 +77,17 @@ def test_dry_run_lists_what_would_go_and_sends_nothing(
     want = landed_keys(machine.store(), prefix)
     for key in want:
         assert key.split("/", 1)[1] in listed
-    assert f"would push {len(want)} landed files" in listed
+    sessions = machine.store().sessions()
+    for session in sessions:  # the claims are created too: listed with the files
+        assert f"_archive/claims/{session}.json" in listed
+    assert "_archive/roots/<new id>.json" in listed  # and the new record's marker
+    objects = len(want) + len(sessions) + 1
+    assert f"would push {len(want)} landed files and create {objects} objects" in listed
     assert s3.objects(prefix + "/") == {}
+    # What the push then creates is what was listed, one for one.
+    with proxied(s3) as proxy:
+        assert machine.push(machine.configure(proxy.endpoint, prefix)).returncode == 0
+        assert len(proxy.puts(200)) == objects
 
 
 def _same(machine: Machine, config: Path, prefix: str, *args: str) -> bytes:
@@ -190,14 +197,14 @@ def test_a_lost_record_is_rebuilt_by_listing_and_nothing_is_sent_again(
     with proxied(s3) as proxy:
         config = machine.configure(proxy.endpoint, prefix)
         assert machine.push(config).returncode == 0
-        sent = proxy.requests("PUT")
+        sent = proxy.sent()
         (machine.root / "_state" / "archive-pushed.jsonl").unlink()
         done = machine.push(config, "--json")
         assert done.returncode == 0, done.stderr
         counts = json.loads(done.stdout)
         assert counts["rebuilt"] and counts["files"] == 0
         assert counts["already_there"] == len(landed_keys(machine.store(), prefix))
-        assert proxy.requests("PUT") == sent
+        assert proxy.sent() == sent
         again = machine.push(config, "--json")
         assert json.loads(again.stdout)["already_there"] == 0
 
@@ -211,6 +218,11 @@ def test_the_session_filter_keeps_a_session_on_the_machine(
     config = machine.configure(s3.endpoint, prefix)
     with config.open("a") as handle:
         handle.write(f'[sessions]\nexclude = ["{project}"]\n')
+    dry = machine.push(config, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert f"left out: {store.sessions()[0]}: {project}: matched by sessions.exclude" in (
+        dry.stdout.decode()
+    )
     done = machine.push(config, "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["sessions_excluded"] == 1
@@ -271,10 +283,14 @@ def test_a_range_of_an_object_is_a_ranged_read(
         session = store.session(store.sessions()[0])
         name = session.landed()[0]
         whole = machine.store().backend.read(name.path, 1 << 30)
-        gets = proxy.requests("GET")
+
+        def reads() -> int:  # GETs of objects (a listing's names the bucket alone)
+            return sum(1 for s in proxy.seen if s.method == "GET" and s.key != BUCKET)
+
+        gets = reads()
         assert store.backend.read_range(name.path, 5, 40) == whole[5:45]
         assert store.backend.read_range(name.path, len(whole) - 3, 40) == whole[-3:]
-        assert proxy.requests("GET") == gets + 2  # nothing cached yet: two ranged GETs
+        assert reads() == gets + 2  # nothing cached yet: two ranged GETs
         with pytest.raises(OSError):
             store.backend.write_temp(name.path, b"x")  # a reader never writes to the bucket
 
@@ -328,4 +344,137 @@ def test_a_reader_lists_each_session_once_not_each_directory(
         # The files come from the local cache: what is left is listing, one per session
         # (its whole prefix at once) and the root's own.
         assert len(proxy.seen) <= len(expected["sessions"]) + 2, proxy.seen
+        assert {seen.method for seen in proxy.seen} <= {"GET", "HEAD"}
+
+
+def test_a_record_belongs_to_its_bucket_not_to_the_bucket_s_name(
+    s3: S3Server, landed: tuple[Machine, dict], prefix: str, tmp_path: Path
+) -> None:
+    """The archive moved to another endpoint (a bucket of the same name, empty), or the
+    bucket emptied behind the record's back: the next push notices and pushes it all."""
+    machine, _ = landed
+    root = Machine(tmp_path / "copy")
+    shutil.copytree(machine.root, root.root)
+    want = landed_keys(root.store(), prefix)
+    assert root.push(root.configure(s3.endpoint, prefix)).returncode == 0
+    with another_server() as endpoint:
+        done = root.push(root.configure(endpoint, prefix), "--json")
+        assert done.returncode == 0, done.stderr
+        counts = json.loads(done.stdout)
+        assert counts["files"] == len(want) and counts["rebuilt"], counts
+        assert (
+            "no local record of what was pushed to this bucket"
+            in root.push(root.configure(endpoint, prefix), "--relist").stdout.decode()
+        )
+    # Back at the first endpoint: the record names the other one, so it lists, sends nothing.
+    with proxied(s3) as proxy:
+        done = root.push(root.configure(proxy.endpoint, prefix), "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["already_there"] == len(want)
+        assert proxy.sent() == {}
+    # The bucket emptied behind the record's back (the same endpoint, the same name).
+    config = root.configure(s3.endpoint, prefix)
+    assert root.push(config).returncode == 0  # the record names this endpoint now
+    client = s3.client()
+    for key in s3.objects(prefix + "/"):
+        client.delete_object(Bucket=BUCKET, Key=key)
+    done = root.push(config)
+    assert done.returncode == 0, done.stderr
+    said = done.stdout.decode()
+    assert f"pushed {len(want)} landed files" in said, said
+    assert "no longer holds this root's marker" in said
+    held = s3.objects(prefix + "/")
+    assert {k: v for k, v in held.items() if "/_archive/" not in k} == want
+
+
+def test_a_copy_damaged_in_the_local_cache_is_read_again_never_blamed(
+    s3: S3Server, landed: tuple[Machine, dict], prefix: str, tmp_path: Path
+) -> None:
+    machine, _ = landed
+    reader = Machine(tmp_path / "reader")  # its own cache
+    config = machine.configure(s3.endpoint, prefix)
+    assert machine.push(config).returncode == 0
+    assert reader.read(config, prefix, "verify").returncode == 0  # every copy cached
+    copies = sorted((reader.base / "cache").rglob("landed/*"), key=lambda p: p.stat().st_size)
+    damaged = copies[-1]
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 3] ^= 0x01  # one bit, on this disk only
+    damaged.write_bytes(bytes(data))
+
+    def objects_read() -> list[str]:  # GETs of objects, not listings (which name the bucket)
+        return [s.key for s in proxy.seen if s.method == "GET" and s.key.startswith(prefix)]
+
+    with proxied(s3) as proxy:
+        done = reader.read(machine.configure(proxy.endpoint, prefix), prefix, "verify")
+        assert done.returncode == 0, done.stderr  # the object is intact: nothing is blamed
+        assert len(objects_read()) == 1  # the damaged copy was read again from the bucket
+        proxy.seen.clear()
+        again = reader.read(machine.configure(proxy.endpoint, prefix), prefix, "verify")
+        assert again.returncode == 0, again.stderr
+        assert objects_read() == []  # the copy is whole again
+
+
+def test_an_empty_prefix_and_a_bad_bucket_are_said_plainly(
+    s3: S3Server, landed: tuple[Machine, dict], tmp_path: Path
+) -> None:
+    machine, _ = landed
+    config = machine.configure(s3.endpoint, "nothing-here")
+    done = machine.read(config, "nothing-here", "sessions")
+    assert done.returncode == 2
+    assert done.stderr.decode().strip() == (
+        f"asz: nothing under s3://{BUCKET}/nothing-here: is the prefix right?"
+    )
+    # A bucket name that is not one, given with --root, is --root's, not the config file's.
+    bad = machine.asz("sessions", "--root", "s3://Not_A_Bucket/x", "--config", str(config))
+    assert bad.returncode == 2
+    said = bad.stderr.decode()
+    assert said.startswith("asz: --root: s3://Not_A_Bucket/x") and str(config) not in said
+
+
+@pytest.mark.slow
+def test_a_reader_asks_the_bucket_several_things_at_once(
+    s3: S3Server, prefix: str, tmp_path: Path
+) -> None:
+    """With latency between it and the bucket, a reader does not wait for one answer before
+    asking the next: a session's files, and the sessions' listings, are asked for together.
+    (One at a time, an answer's sending and the next request may still overlap at the proxy:
+    two at once.)"""
+    machine = Machine(tmp_path / "laptop")
+    machine.land(SynthOptions(seed=12, sessions=6))
+    assert machine.push(machine.configure(s3.endpoint, prefix)).returncode == 0
+    with proxied(s3, lambda method, key, n: "slow") as proxy:
+        proxy.delay = 0.05  # 50 ms to every answer
+        config = machine.configure(proxy.endpoint, prefix)
+        reader = Machine(tmp_path / "reader")
+        assert reader.read(config, prefix, "sessions").returncode == 0
+        assert proxy.most_at_once > 4, proxy.most_at_once  # cold: files read ahead
+        proxy.most_at_once = 0
+        assert reader.read(config, prefix, "sessions").returncode == 0
+        assert proxy.most_at_once > 4, proxy.most_at_once  # warm: listings read ahead
+
+
+def test_asz_serve_keeps_what_it_derives_of_a_bucket_in_the_local_cache(
+    s3: S3Server, landed: tuple[Machine, dict], prefix: str, tmp_path: Path
+) -> None:
+    """Its first page over a bucket builds each session's cache report; a second start
+    reads them back from the local cache instead of building them all again, and the bucket
+    is not written to."""
+    machine, expected = landed
+    assert machine.push(machine.configure(s3.endpoint, prefix)).returncode == 0
+    reader = Machine(tmp_path / "reader")
+    reader.base.mkdir()
+    config = reader.configure(s3.endpoint, prefix)
+    remote = f"s3://{BUCKET}/{prefix}"
+    home = reader.base / "home"
+    with serving(remote, home, "--config", str(config), env=reader.env()) as served:
+        first = served.get("/")
+        assert first.status == 200
+    derived = (reader.base / "cache").rglob("derived/*/cache.json")
+    kept = sorted(path.parent.name for path in derived)
+    assert kept == sorted(session["id"] for session in expected["sessions"])
+    with proxied(s3) as proxy:
+        again = reader.configure(proxy.endpoint, prefix)
+        with serving(remote, home, "--config", str(again), env=reader.env()) as served:
+            second = served.get("/")
+            assert second.status == 200 and second.text == first.text
         assert {seen.method for seen in proxy.seen} <= {"GET", "HEAD"}

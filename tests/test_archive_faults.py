@@ -9,16 +9,15 @@ it sends again).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import signal
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from archive_roots import Machine, landed_keys
+from archive_roots import Machine, bucket_prefix, landed_keys
 from harness import Capture, Workspace, running, wait_for
-from s3server import CREDENTIALS, FaultProxy, S3Server, archive_config, proxied
+from s3server import BUCKET, CREDENTIALS, FaultProxy, S3Server, archive_config, proxied
 
 from asz.store import open_store
 from asz.synth import SynthOptions
@@ -29,10 +28,6 @@ def machine(tmp_path_factory: pytest.TempPathFactory) -> Machine:
     landed = Machine(tmp_path_factory.mktemp("laptop"))
     landed.land(SynthOptions(seed=7, sessions=3, index=True))
     return landed
-
-
-def _prefix(tmp_path: Path) -> str:
-    return "f-" + hashlib.sha256(str(tmp_path).encode()).hexdigest()[:10]
 
 
 def _whole(s3: S3Server, proxy: FaultProxy, store_keys: dict[str, bytes], prefix: str) -> None:
@@ -52,7 +47,7 @@ def _verifies(machine: Machine, s3: S3Server, prefix: str) -> None:
 def test_resets_before_and_after_the_server_took_the_request(
     s3: S3Server, machine: Machine, tmp_path: Path
 ) -> None:
-    prefix = _prefix(tmp_path)
+    prefix = bucket_prefix(tmp_path)
 
     def fault(method: str, key: str, n: int) -> str:
         if method == "PUT":
@@ -70,7 +65,7 @@ def test_resets_before_and_after_the_server_took_the_request(
 
 
 def test_503_throttling_is_waited_out(s3: S3Server, machine: Machine, tmp_path: Path) -> None:
-    prefix = _prefix(tmp_path)
+    prefix = bucket_prefix(tmp_path)
 
     asked: Counter[tuple[str, str]] = Counter()
 
@@ -88,7 +83,7 @@ def test_503_throttling_is_waited_out(s3: S3Server, machine: Machine, tmp_path: 
 
 def test_the_server_stopped_in_the_middle_of_a_push(machine: Machine, tmp_path: Path) -> None:
     s3 = S3Server()  # its own: this test stops it
-    prefix = _prefix(tmp_path)
+    prefix = bucket_prefix(tmp_path)
     want = landed_keys(machine.store(), prefix)
 
     def fault(method: str, key: str, n: int) -> str:
@@ -102,7 +97,9 @@ def test_the_server_stopped_in_the_middle_of_a_push(machine: Machine, tmp_path: 
             done = machine.push(config, "--json")
             assert done.returncode == 1
             counts = json.loads(done.stdout)
-            assert counts["errors"] and 0 < counts["waiting_files"] < len(want)
+            # Files failed one by one, or the breaker stopped the push: either says why.
+            assert counts["errors"] or counts["stopped"]
+            assert 0 < counts["waiting_files"] < len(want)
             _no_secrets(done.stdout + done.stderr)
             s3.start()
             again = machine.push(config, "--json")
@@ -123,19 +120,32 @@ def _no_secrets(said: bytes) -> None:
 def test_errors_name_the_object_never_the_credentials(
     s3: S3Server, machine: Machine, tmp_path: Path
 ) -> None:
-    prefix = _prefix(tmp_path)
+    prefix = bucket_prefix(tmp_path)
+    broken = sorted(landed_keys(machine.store(), prefix))[-1]
+
+    def fault(method: str, key: str, n: int) -> str:  # that one object's PUT never gets there
+        return "reset-before" if method == "PUT" and key == broken else ""
+
+    with proxied(s3, fault) as proxy:
+        done = machine.push(machine.configure(proxy.endpoint, prefix, attempts=2), "--json")
+        proxy_host = f"127.0.0.1:{proxy.port}"
+    assert done.returncode == 1
+    counts = json.loads(done.stdout)
+    assert counts["errors"] == [f"{broken}: the connection was reset ({proxy_host})"], counts
+    _no_secrets(done.stdout + done.stderr)
+    # Nothing answers at all: the push stops, and its one line names the archive and why.
     with proxied(s3, lambda method, key, n: "reset-before") as proxy:
         done = machine.push(machine.configure(proxy.endpoint, prefix, attempts=2), "--json")
     assert done.returncode == 1
-    errors = json.loads(done.stdout)["errors"]
-    assert errors and all(error.startswith(prefix + "/") for error in errors), errors
+    said = done.stderr.decode().strip().splitlines()
+    assert len(said) == 1 and f"s3://{BUCKET}/{prefix} stopped" in said[0], said
     _no_secrets(done.stdout + done.stderr)
 
 
 def test_a_bucket_that_stops_answering_mid_command_is_one_line_and_exit_1(
     s3: S3Server, machine: Machine, tmp_path: Path
 ) -> None:
-    prefix = _prefix(tmp_path)
+    prefix = bucket_prefix(tmp_path)
     config = machine.configure(s3.endpoint, prefix)
     assert machine.push(config).returncode == 0
     # The first request (the root's listing) is answered, every later one is cut off.
@@ -150,7 +160,7 @@ def test_a_bucket_that_stops_answering_mid_command_is_one_line_and_exit_1(
 
 
 def test_the_collector_killed_during_a_push(s3: S3Server, tmp_path: Path) -> None:
-    prefix = _prefix(tmp_path)
+    prefix = bucket_prefix(tmp_path)
     ws = Workspace(tmp_path)
     Capture.make(ws.claude, sessions=3)
     env = {**CREDENTIALS, "XDG_CACHE_HOME": str(tmp_path / "cache")}

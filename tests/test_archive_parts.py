@@ -26,16 +26,16 @@ def test_the_cache_stays_under_its_bound_dropping_the_least_recently_used(
 
     for n in range(9):
         keep(n)
-    assert cache.landed("s/f-0", "etag") == bytes([0]) * 1000  # used: now the most recent
+    assert cache.landed("s/f-0", "etag", 1000) == bytes([0]) * 1000  # used: now the most recent
     time.sleep(0.01)
     for n in range(9, 12):
         keep(n)
     held = [path.stat().st_size for path in (cache.dir / "landed").iterdir()]
     assert sum(held) <= 10_000
-    assert cache.landed("s/f-11", "etag") == bytes([11]) * 1000  # the newest are there
-    assert cache.landed("s/f-1", "etag") is None  # the least recently used went
-    assert cache.landed("s/f-0", "etag") is not None  # the oldest, read since, stayed
-    assert cache.landed("s/f-11", "another-etag") is None  # changed in the bucket: not it
+    assert cache.landed("s/f-11", "etag", 1000) == bytes([11]) * 1000  # the newest are there
+    assert cache.landed("s/f-1", "etag", 1000) is None  # the least recently used went
+    assert cache.landed("s/f-0", "etag", 1000) is not None  # the oldest, read since, stayed
+    assert cache.landed("s/f-11", "another-etag", 1000) is None  # changed in the bucket: not it
 
 
 def test_what_the_cache_holds_is_private(tmp_path: Path) -> None:

@@ -3,11 +3,10 @@ and says how the pushes go in its metrics and on ``/healthz``."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import orjson
-from archive_roots import landed_keys
+from archive_roots import bucket_prefix, landed_keys
 from harness import Capture, Workspace, http_get, metrics, running, service_port, wait_for
 from s3server import CREDENTIALS, S3Server, archive_config, proxied
 
@@ -27,12 +26,8 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return {**CREDENTIALS, "XDG_CACHE_HOME": str(tmp_path / "cache")}
 
 
-def _prefix(tmp_path: Path) -> str:
-    return "svc-" + hashlib.sha256(str(tmp_path).encode()).hexdigest()[:10]
-
-
 def test_the_service_pushes_what_it_lands(s3: S3Server, tmp_path: Path) -> None:
-    prefix = _prefix(tmp_path)
+    prefix = bucket_prefix(tmp_path)
     with proxied(s3) as proxy:
         ws = _workspace(tmp_path, proxy.endpoint, prefix)
         log = tmp_path / "service.log"
@@ -65,7 +60,7 @@ def test_the_service_pushes_what_it_lands(s3: S3Server, tmp_path: Path) -> None:
 def test_failing_pushes_never_hold_landing_up_and_healthz_says_so(
     s3: S3Server, tmp_path: Path
 ) -> None:
-    prefix = _prefix(tmp_path)
+    prefix = bucket_prefix(tmp_path)
     broken = {"on": True}
 
     def fault(method: str, key: str, n: int) -> str:
@@ -100,3 +95,24 @@ def test_failing_pushes_never_hold_landing_up_and_healthz_says_so(
         assert held == want
         assert proxy.puts(412) == {}
         assert set(proxy.puts(200).values()) == {1}
+
+
+def test_the_metrics_move_while_a_long_push_goes(s3: S3Server, tmp_path: Path) -> None:
+    prefix = bucket_prefix(tmp_path)
+    with proxied(s3, lambda method, key, n: "slow" if method == "PUT" else "") as proxy:
+        proxy.delay = 0.3
+        ws = _workspace(tmp_path, proxy.endpoint, prefix, workers=2)
+        log = tmp_path / "service.log"
+        with running(ws.start_service(log, _env(tmp_path))):
+            port = service_port(log)
+            seen: list[tuple[float, float]] = []
+
+            def midway() -> bool:
+                now = metrics(port)
+                pushed = now.get("asz_archive_pushed_files_total", 0)
+                waiting = now.get("asz_archive_waiting_files", 0)
+                seen.append((pushed, waiting))
+                return pushed > 0 and waiting > 0
+
+            wait_for(midway, what="objects counted while files still wait")
+            wait_for(lambda: midway() and seen[-1][1] < seen[-2][1], what="the waiting to fall")

@@ -31,6 +31,10 @@ ROW_KEYS = [
     "input_tokens",
     "cache_read_input_tokens",
     "cache_creation_input_tokens",
+    "cache_write_5m_input_tokens",
+    "cache_write_1h_input_tokens",
+    "output_tokens",
+    "stop_reason",
     "reported_miss_reason",
     "expected_read",
     "rewritten_tokens",
@@ -106,6 +110,13 @@ def test_real_transcripts_give_a_row_per_call_with_the_usage_invariant(
         assert row["input_tokens"] == usage["input_tokens"]
         assert row["cache_read_input_tokens"] == usage["cache_read_input_tokens"]
         assert row["cache_creation_input_tokens"] == usage["cache_creation_input_tokens"]
+        assert row["output_tokens"] == usage["output_tokens"]
+        split = usage.get("cache_creation") or {}
+        assert row["cache_write_1h_input_tokens"] == split.get("ephemeral_1h_input_tokens", 0)
+        assert (
+            row["cache_write_5m_input_tokens"] + row["cache_write_1h_input_tokens"]
+            == usage["cache_creation_input_tokens"]
+        )
         assert row["expected_read"] == expected["expected_read"], row["message_id"]
         assert row["rewritten_tokens"] == expected["rewritten_tokens"], row["message_id"]
         assert (row["waste_usd"] is None) == (row["rewritten_tokens"] is None)

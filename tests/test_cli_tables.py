@@ -9,7 +9,7 @@ import json
 import os
 import re
 import subprocess
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +126,35 @@ def test_the_view_and_the_day_totals_are_in_utc_too(landed: tuple[dict[str, str]
     days = asz(env, "cache", "--root", str(root), "--by", "day")
     assert "by day (UTC)" in days.stdout
     assert [line.split()[0] for line in days.stdout.splitlines()[2:-3]] == ["2026-09-18"]
+
+
+def test_local_moves_every_time_to_this_machines_zone_and_says_so(
+    landed: tuple[dict[str, str], Path],
+) -> None:
+    """``--local``: the listings, the view, the per-day totals and ``--since`` in ``ZONE``,
+    where the hand session's calls fall on the next day."""
+    env, root = landed
+    offset = timezone(timedelta(hours=5, minutes=30))
+    done = asz(env, "sessions", "--root", str(root), "--local")
+    header, *rows = done.stdout.splitlines()
+    assert "FIRST (local)" in header and "LAST (local)" in header and "UTC" not in header
+    for summary in summaries(env, root):
+        (row,) = [row for row in rows if row.startswith(summary["id"][:8])]
+        first, last = (
+            datetime.fromisoformat(summary[key]).astimezone(offset).strftime("%Y-%m-%d %H:%M")
+            for key in ("first_activity", "last_activity")
+        )
+        assert f"  {first}  {last}  " in row, row
+    since = ("sessions", "--json", "--root", str(root), "--since", "2026-09-19T03:00")
+    assert [s["id"] for s in json.loads(asz(env, *since, "--local").stdout)] == [HAND]
+    assert asz(env, *since).returncode == 2, "03:00 UTC is after every session"
+    days = asz(env, "cache", "--json", "--by", "day", "--root", str(root), "--local")
+    newest = json.loads(days.stdout)[0]
+    assert (newest["day"], newest["calls"]) == ("2026-09-19", len(MODELS))
+    assert "by day (local)" in asz(env, "cache", "--root", str(root), "--local").stdout
+    view = asz(env, "view", "--root", str(root), HAND, "--local").stdout
+    assert "2026-09-19 03:40:00 to 03:42:00 local" in view
+    assert "calls (times in local time)" in view
 
 
 # -- one line a session, at the widths terminals have ----------------------------------------

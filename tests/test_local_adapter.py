@@ -624,8 +624,10 @@ def test_verify_names_a_damaged_file_and_a_gap(tmp_path: Path) -> None:
     files[1].write_bytes(bytes(damaged))
     files[2].unlink()
     problems = open_root(config).verify().problems
-    assert {p.file for p in problems} == {str(files[1]), str(files[3])}
+    session_dir = str(config.root / SESSION)  # the sequence has a gap too
+    assert {p.file for p in problems} == {str(files[1]), str(files[3]), session_dir}
     assert any("past the" in p.why for p in problems)
+    assert any("the session is incomplete" in p.why for p in problems)
 
 
 def test_excluded_sessions_land_nothing(tmp_path: Path) -> None:
@@ -780,5 +782,5 @@ def test_facts_read_only_some_lines_yet_match_reading_every_line(
     calls, cwds = naive_facts(lines)
     assert builder.facts.calls == calls
     assert builder.facts.cwds == cwds
-    restored = FactsBuilder.from_bytes(SESSION, builder.to_bytes())
+    restored = FactsBuilder.from_value(SESSION, builder.to_value())
     assert restored is not None and restored.facts == builder.facts

@@ -1,5 +1,5 @@
 """The manifest index is derived state: landing leaves one, readers take the manifests of every
-file it lists at the size it had, read every other file from itself, and write it again."""
+file it lists at the stamp it had, read every other file from itself, and write it again."""
 
 from __future__ import annotations
 
@@ -15,12 +15,13 @@ from hypothesis import strategies as st
 from test_view import land_synth
 
 from asz.bodykeys import BodyKeys
-from asz.store import BODY_KIND, LocalBackend, Session, open_store
+from asz.store import BODY_KIND, LocalBackend, Session, Store, open_store
 from asz.store.bodies import BodyLander, IncomingBody
-from asz.store.manifest_index import INDEX_FILE, decode_index
+from asz.store.layout import MANIFESTS_FILE
+from asz.store.manifest_index import MANIFESTS, decode_index
 from asz.store.root import Root
 from asz.synth import SynthOptions
-from asz.web.readonly import open_readonly
+from asz.web.readonly import ReadOnlyBackend
 
 SESSION = "0b6d3c52-4a8e-4f51-9a34-3b9c4f0de1a7"
 
@@ -37,10 +38,36 @@ def manifests_of(root: Path, session: str) -> tuple[dict[str, str], list[str]]:
 
 
 def blank_body_files(root: Path, session: str) -> None:
-    """Same names and sizes, other bytes: a reader that read these files would meet problems."""
+    """Same names and sizes, other bytes: rewritten files, which a reader reads again."""
     for name in open_store(root).session(session).landed(BODY_KIND):
         path = root / name.path
         path.write_bytes(b"\0" * path.stat().st_size)
+
+
+def counting(base: type[LocalBackend]) -> type[LocalBackend]:
+    """``base`` counting the reads of landed body files (``body_reads``)."""
+
+    class Counting(base):  # type: ignore[valid-type,misc]
+        body_reads = 0
+
+        def read(self, path: str, limit: int) -> bytes:
+            if f"/{BODY_KIND}/" in path:
+                self.body_reads += 1
+            return super().read(path, limit)
+
+    return Counting
+
+
+def kept_index(root: Path, session: str) -> dict[str, Any]:
+    """What the index holds, by file name: ``[stamp, records, problems]``."""
+    kept = MANIFESTS.read(open_store(root).session(session))
+    assert kept is not None
+    return dict(kept.value)
+
+
+def keep_index(root: Path, session: str, files: dict[str, Any]) -> None:
+    """Writes an index whole, as a reader would: what it holds is then the test's."""
+    MANIFESTS.write(open_store(root).session(session), "any", files)
 
 
 def landed(tmp_path: Path, run_asz: Any) -> tuple[Path, str]:
@@ -53,7 +80,7 @@ def landed_without_index(tmp_path: Path, run_asz: Any) -> tuple[Path, str, dict[
     root, session = landed(tmp_path, run_asz)
     before, problems = manifests_of(root, session)
     assert before and not problems
-    index = root / session / INDEX_FILE
+    index = root / session / MANIFESTS_FILE
     index.unlink()
     return root, session, before, index
 
@@ -62,7 +89,7 @@ def test_landing_leaves_an_index_that_gives_what_the_files_give(
     tmp_path: Path, run_asz: Any
 ) -> None:
     root, session = landed(tmp_path, run_asz)
-    index = root / session / INDEX_FILE
+    index = root / session / MANIFESTS_FILE
     assert index.is_file() and index.stat().st_mode & 0o777 == 0o600
     from_index = manifests_of(root, session)
     index.unlink()
@@ -77,44 +104,59 @@ def test_a_reader_takes_the_index_without_reading_the_files_it_lists(
 ) -> None:
     root, session = landed(tmp_path, run_asz)
     before = manifests_of(root, session)
+    backend = counting(LocalBackend)(root)
+    assert plain(open_store(backend).session(session)) == before[0]
+    assert backend.body_reads == 0
+
+
+def test_files_rewritten_at_the_same_size_are_read_again(tmp_path: Path, run_asz: Any) -> None:
+    root, session = landed(tmp_path, run_asz)
     blank_body_files(root, session)
-    assert manifests_of(root, session) == before
+    _manifests, problems = manifests_of(root, session)
+    assert problems, "the index did not hide the damage"
     assert run_asz("verify", "--root", str(root)).returncode == 1
 
 
-def test_a_file_of_another_size_or_missing_from_the_index_is_read_from_itself(
+def test_a_file_of_another_stamp_or_missing_from_the_index_is_read_from_itself(
     tmp_path: Path, run_asz: Any
 ) -> None:
     root, session = landed(tmp_path, run_asz)
     before = manifests_of(root, session)
-    index = root / session / INDEX_FILE
-    kept = orjson.loads(index.read_bytes())
-    name = sorted(kept["files"])[0]
-    size = kept["files"][name][0]
-    del kept["files"][name]
-    index.write_bytes(orjson.dumps(kept))
+    files = kept_index(root, session)
+    name = sorted(files)[0]
+    stamp = files[name][0]
+    del files[name]
+    keep_index(root, session, files)
     assert manifests_of(root, session) == before
-    assert orjson.loads(index.read_bytes())["files"][name][0] == size
-    kept["files"][name] = [size + 1, [], []]  # another size: the entry does not hold
-    index.write_bytes(orjson.dumps(kept))
+    assert kept_index(root, session)[name][0] == stamp
+    files[name] = ["another stamp", [], []]  # the entry does not hold
+    keep_index(root, session, files)
     assert manifests_of(root, session) == before
-    assert orjson.loads(index.read_bytes())["files"][name][0] == size
+    assert kept_index(root, session)[name][0] == stamp
 
 
 def test_an_unusable_index_is_passed_over(tmp_path: Path, run_asz: Any) -> None:
     root, session = landed(tmp_path, run_asz)
     before = manifests_of(root, session)
-    index = root / session / INDEX_FILE
-    kept = orjson.loads(index.read_bytes())
-    name = sorted(kept["files"])[0]
-    broken_row = orjson.loads(orjson.dumps(kept))
-    broken_row["files"][name][1][0][1]["size"] = "many"
+    index = root / session / MANIFESTS_FILE
+    whole = index.read_bytes()
+    files = kept_index(root, session)
+    name = sorted(files)[0]
+    files[name][1][0][1]["size"] = "many"
+    keep_index(root, session, files)
+    broken_row = index.read_bytes()
+    head, body = whole.split(b"\n", 1)
+    flipped = head + b"\n" + body.replace(b'"prompt', b'"prumpt', 1)
+    assert flipped != whole
+    header = orjson.loads(head)
     for damaged in (
         b"{not json",
         b"[]",
-        orjson.dumps({**kept, "schema": 99}),
-        orjson.dumps({**kept, "session": SESSION}),
-        orjson.dumps(broken_row),
+        whole[:-9],
+        flipped,
+        orjson.dumps({**header, "schema": 99}) + b"\n" + body,
+        orjson.dumps({**header, "session": SESSION}) + b"\n" + body,
+        broken_row,
     ):
         index.write_bytes(damaged)
         assert manifests_of(root, session) == before
@@ -124,7 +166,7 @@ def test_a_file_that_does_not_read_is_said_each_time_and_never_indexed(
     tmp_path: Path, run_asz: Any
 ) -> None:
     root, session = landed(tmp_path, run_asz)
-    index = root / session / INDEX_FILE
+    index = root / session / MANIFESTS_FILE
     index.unlink()
     damaged = root / open_store(root).session(session).landed(BODY_KIND)[0].path
     data = bytearray(damaged.read_bytes())
@@ -133,7 +175,7 @@ def test_a_file_that_does_not_read_is_said_each_time_and_never_indexed(
     for _ in range(2):
         _manifests, problems = manifests_of(root, session)
         assert len(problems) == 1 and damaged.name in problems[0]
-    assert not index.exists() or damaged.name not in orjson.loads(index.read_bytes())["files"]
+    assert not index.exists() or damaged.name not in kept_index(root, session)
 
 
 class UnwritableBackend(LocalBackend):
@@ -154,13 +196,15 @@ def test_the_web_server_keeps_the_index_it_makes_in_memory_never_in_the_root(
     tmp_path: Path, run_asz: Any
 ) -> None:
     root, session, before, index = landed_without_index(tmp_path, run_asz)
-    store = open_readonly(root)
+    backend = counting(ReadOnlyBackend)(root)
+    store = Store(backend)
     assert plain(store.session(session)) == before
     assert not index.exists()
-    blank_body_files(root, session)
+    reads = backend.body_reads
     again = store.session(session)
-    assert plain(again) == before
+    assert plain(again) == before and backend.body_reads == reads
     assert not again.problems and not index.exists()
+    blank_body_files(root, session)
     # An index the collector writes later is newer than the one kept, and is the one read.
     index.write_bytes(b"{not json")
     later = time.time_ns() + 10**9  # file times tick coarser than the clock
@@ -177,9 +221,9 @@ def test_the_web_server_keeps_the_index_it_makes_in_memory_never_in_the_root(
     )
 )
 def test_any_json_decodes_to_an_index_or_to_none(value: object) -> None:
-    files = decode_index(SESSION, orjson.dumps({"schema": 1, "session": SESSION, "files": value}))
+    files = decode_index(value)
     for entry in files.values():
-        assert isinstance(entry.size, int) and entry.size >= 0
+        assert isinstance(entry.stamp, str)
         assert all(isinstance(meta, dict) for _row, meta in entry.records)
 
 
@@ -218,9 +262,7 @@ def test_responses_naming_pieces_landed_in_other_files_are_rebuilt_alone(tmp_pat
     session.manifests()
     indexed = {
         meta["id"]: meta.get("refs", [])
-        for _size, records, _problems in orjson.loads((root / SESSION / INDEX_FILE).read_bytes())[
-            "files"
-        ].values()
+        for _stamp, records, _problems in kept_index(root, SESSION).values()
         for _row, meta in records
     }
     assert [len(indexed[f"req_{n}.response"]) for n in (1, 2)] == [1, 3]

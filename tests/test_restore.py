@@ -314,9 +314,10 @@ def test_asz_restore_says_each_problem_and_exits_1(tmp_path: Path, run_asz: RunA
     done = run_asz(*restore, str(tmp_path / "two"))
     assert done.returncode == 1 and not (tmp_path / "two" / PROJECT / f"{SESSION}.jsonl").exists()
     said = done.stderr.decode().splitlines()
-    assert len(said) == 2 and all(line.startswith("asz: problem: ") for line in said)
+    assert len(said) == 3 and all(line.startswith("asz: problem: ") for line in said)
     assert said[0].startswith(f"asz: problem: {PROJECT}/{SESSION}.jsonl: ")
     assert main_files[2].name in said[0] and "past the" in said[0]
+    assert [line for line in said if line.endswith("the session is incomplete")], said
 
 
 def test_asz_restore_again_says_it_wrote_nothing(tmp_path: Path, run_asz: RunAsz) -> None:

@@ -521,7 +521,7 @@ def test_activity_models_and_lines_grow_window_by_window_as_read_at_once(
             [LandedWindow(seq, source, "main", False, off, start + 1, stop - start, "", payload)],
         )
         off += len(payload)
-        restored = FactsBuilder.from_bytes(A, builder.to_bytes())
+        restored = FactsBuilder.from_value(A, builder.to_value())
         assert restored is not None
         builder = restored
     times = [when for line in lines for when in times_in(line)]

@@ -21,6 +21,7 @@ from conftest import FIXTURE_ROOT, FIXTURE_SESSION, REPO
 
 from asz.store import AmbiguousId, CodecError, NotASession, UnknownSession, open_store
 from asz.store.framing import decode_file, frame
+from asz.store.session_facts import FACTS
 from asz.synth import SynthOptions, synthesize
 
 EXAMPLE = re.compile(r"```python\n(.*?)```", re.DOTALL)
@@ -147,7 +148,7 @@ def test_an_unknown_or_malformed_session_is_a_clear_error(tmp_path: Path) -> Non
 
 
 def test_a_root_written_by_asz_0_1_0_summarises_and_resolves_pasted_ids(tmp_path: Path) -> None:
-    """Its facts caches are of the first schema: they are rebuilt, and each session's summary
+    """Its facts caches are of an older schema: they are rebuilt, and each session's summary
     agrees with what verify counts and with a summary made again without any cache."""
     root = tmp_path / "root"
     shutil.copytree(FIXTURE_ROOT, root)
@@ -157,8 +158,9 @@ def test_a_root_written_by_asz_0_1_0_summarises_and_resolves_pasted_ids(tmp_path
         assert session.id == session_id
         summary = session.summary()
         assert session.problems == []
-        facts = json.loads((root / session_id / "transcripts" / "facts.json").read_bytes())
-        assert facts["schema"] == 2 and (root / session_id / "summary.json").is_file()
+        facts = (root / session_id / "transcripts" / "facts.json").read_bytes()
+        assert json.loads(facts.split(b"\n", 1)[0])["schema"] == FACTS.schema
+        assert (root / session_id / "summary.json").is_file()
         verified = store.verify([session_id])
         assert (summary.bodies, summary.transcript_lines) == (
             verified.bodies,

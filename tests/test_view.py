@@ -155,7 +155,8 @@ def test_the_view_rebuilds_no_request(tmp_path: Path) -> None:
 
     session = store.session(SESSION)
     doc = build_view(session)
-    assert doc["problems"] == []
+    [problem] = doc["problems"]
+    assert problem.endswith("the session is incomplete"), "a file lost from the sequence"
     [call] = [call for call in doc["calls"] if call["message_id"] == "msg_2"]
     assert [body["id"] for body in call["provider_bodies"]] == [second, "req_2.response"]
     assert call["usage"] == {"input_tokens": 5, "output_tokens": 7}
@@ -281,6 +282,20 @@ def test_a_synthetic_capture_with_its_index_joins_as_expected(tmp_path: Path, ru
     check_synth_view(store, expected)
     doc = build_view(store.session(expected["sessions"][0]["id"]))
     assert doc["summary"]["requests_joined_through_index"] == doc["summary"]["requests_joined"]
+
+
+def test_a_view_without_its_responses_is_the_view_less_their_usage_and_stop_reason(
+    tmp_path: Path, run_asz: Any
+) -> None:
+    store, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=5, subagents=2))
+    for session in expected["sessions"]:
+        whole = build_view(store.session(session["id"]))
+        bare = build_view(store.session(session["id"]), responses=False)
+        assert any(call["usage"] for call in whole["calls"])
+        assert all(c["usage"] is None and c["stop_reason"] is None for c in bare["calls"])
+        for call in whole["calls"]:
+            call["usage"] = call["stop_reason"] = None
+        assert bare == whole
 
 
 # -- the timeline ``asz view`` prints -----------------------------------------------------

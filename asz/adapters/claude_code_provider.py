@@ -54,8 +54,8 @@ from asz.store import BODY_KIND
 from asz.store.atomic import DirSyncs
 from asz.store.bodies import BodyLander
 from asz.store.crashpoints import crash_point
+from asz.store.layout import facts_path
 from asz.store.root import Root
-from asz.store.session_facts import facts_path
 from asz.tally import Tally
 
 KEEP_BYTES = 64 * 1024 * 1024

@@ -25,10 +25,9 @@ import orjson
 
 from asz.adapters.source_files import FileStat
 from asz.store import LandedFileError, LandedName, Problem, Session
-from asz.store.layout import TRANSCRIPT_KIND, landed_name
+from asz.store.layout import CURSOR_FILE, TRANSCRIPT_KIND, landed_name
 from asz.store.streams import APPEND
 
-CURSOR_FILE = "cursor.json"
 ACTIVE = "active"
 SOURCE_GONE = "source_gone"
 CONFLICT = "conflict"

@@ -23,13 +23,14 @@ if TYPE_CHECKING:
 def open_bucket(url: str, settings: ArchiveConfig | None = None) -> Bucket:
     """The bucket client for ``url`` with ``settings``' endpoint, region and retries."""
     from asz.archive.bucket import Bucket
-    from asz.archive.location import ArchiveUrl, open_bucket_store
-    from asz.archive.retry import Backoff
+    from asz.archive.location import ArchiveUrl, chosen_endpoint, open_bucket_store
+    from asz.archive.retry import Backoff, Link
     from asz.config import ArchiveConfig
 
     settings = settings or ArchiveConfig()
     store = open_bucket_store(ArchiveUrl.parse(url), settings.endpoint, settings.region)
-    return Bucket(store, Backoff(settings.attempts, settings.backoff, settings.backoff_cap))
+    link = Link(Backoff(settings.attempts, settings.backoff, settings.backoff_cap))
+    return Bucket(store, link, chosen_endpoint(settings.endpoint))
 
 
 def open_archive(url: str, settings: ArchiveConfig | None = None) -> ArchiveBackend:

@@ -12,12 +12,17 @@ local cache, so readers never write to the bucket.
 from __future__ import annotations
 
 import errno
+import hashlib
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import NoReturn, TypeVar
 
+from asz.archive.ahead import AHEAD, ReadAhead
 from asz.archive.bucket import Bucket, Meta
 from asz.archive.cache import LocalCache
+from asz.archive.failure import understand
 from asz.archive.location import ArchiveUrl
+from asz.archive.retry import Halted
 from asz.bodykeys import is_session_id
 from asz.store.atomic import DirSyncs
 from asz.store.backend import Entry, TempFile
@@ -25,6 +30,10 @@ from asz.store.errors import StorageUnavailable
 from asz.store.layout import parse_landed
 
 T = TypeVar("T")
+_TWO_ROOTS = "the session's sequence holds files from two roots"
+Names = list[str]
+Numbered = dict[int, Names]
+"""A session's landed files in the bucket by sequence number."""
 
 
 def _landed(path: str) -> bool:
@@ -35,6 +44,11 @@ def _landed(path: str) -> bool:
 class ArchiveBackend:
     """A root that is a prefix of a bucket; ``asz push`` is the only way anything gets in."""
 
+    derived_apart = True
+    """Derived state written here goes to this machine's cache, never to the bucket, and
+    races no collector: a reader that may not write into a root (the web server) keeps what
+    it derives here, so its next start reads it rather than deriving it all again."""
+
     def __init__(self, url: ArchiveUrl, bucket: Bucket, cache: LocalCache) -> None:
         self.url = url
         self.bucket = bucket
@@ -42,6 +56,9 @@ class ArchiveBackend:
         self._listed: dict[str, list[Entry]] = {}
         self._meta: dict[str, Meta] = {}
         self._sessions_listed: set[str] = set()
+        self._numbers: dict[str, Numbered] = {}
+        self._lists: ReadAhead[str, list[Meta]] = ReadAhead()
+        self._gets: ReadAhead[str, tuple[bytes, str]] = ReadAhead()
 
     @property
     def location(self) -> str:
@@ -69,7 +86,11 @@ class ArchiveBackend:
     def _list_session(self, session: str) -> None:
         """Every directory under ``session``, from one listing of all its objects: a reader
         of a session lists its directories one after another, each a request otherwise."""
-        objects = _reading(session, lambda: self.bucket.list_all(session + "/"))
+        if not self._lists.started(session):
+            for ahead in self._sessions_from(session):
+                self._lists.start(ahead, partial(self.bucket.list_all, ahead + "/"))
+        listing = partial(self.bucket.list_all, session + "/")
+        objects = _reading(session, partial(self._lists.take, session, listing))
         listed: dict[str, dict[str, Entry]] = {}
         for meta in objects:
             self._meta[meta.path] = meta
@@ -81,6 +102,27 @@ class ArchiveBackend:
         for directory, entries in listed.items():
             self._listed[directory] = list(entries.values())
         self._sessions_listed.add(session)
+
+    def _sessions_from(self, session: str) -> Names:
+        """``session`` and the next few of the root's sessions not listed yet: a reader of
+        many sessions reads them one after another."""
+        entries = self._listed.get("", [])
+        root = sorted(e.name for e in entries if e.is_dir and is_session_id(e.name))
+        after = root[root.index(session) :] if session in root else [session]
+        fresh = [s for s in after if s not in self._sessions_listed and not self._lists.started(s)]
+        return fresh[:AHEAD]
+
+    def _fetch_from(self, path: str) -> None:
+        """Starts reading ``path`` and the next few landed files of its session that are
+        not cached: a reader of a session reads its files one after another."""
+        seq, numbers = self._numbered(path)
+        later = [key for number in sorted(numbers) if number >= seq for key in numbers[number]]
+        for key in later[: AHEAD * 2]:
+            meta = self._meta[key]
+            if key == path or not self.cache.holds(key, meta.etag):
+                self._gets.start(key, partial(self.bucket.get_noted, key))
+                if len(self._gets) >= AHEAD:
+                    break
 
     def _meta_of(self, path: str) -> Meta:
         meta = self._meta.get(path)
@@ -97,15 +139,60 @@ class ArchiveBackend:
         meta = self._meta_of(path)
         if meta.size > limit:
             raise OSError(errno.EFBIG, f"is {meta.size} bytes, more than a landed file may be")
-        data = self.cache.landed(path, meta.etag)
+        self._one_root(path)
+        data = self.cache.landed(path, meta.etag, meta.size)
         if data is None:
-            data = _reading(path, lambda: self.bucket.get(path))
-            self.cache.keep_landed(path, meta.etag, data)
+            if not self._gets.started(path):
+                self._fetch_from(path)
+            fetch = partial(self._gets.take, path, partial(self.bucket.get_noted, path))
+            data, follows = _reading(path, fetch)
+            self._follows(path, follows)
+            self.cache.keep_landed(path, meta.etag, data)  # checked: not checked again
         return data
+
+    def _numbered(self, path: str) -> tuple[int, Numbered]:
+        """The sequence number of ``path``, and every landed file of its session by number."""
+        session = path.split("/", 1)[0]
+        if session not in self._sessions_listed:
+            self.list(session)
+        if session not in self._numbers:
+            numbers: Numbered = {}
+            for key in sorted(self._meta):
+                found = parse_landed(*key.rsplit("/", 1)) if key.startswith(session + "/") else None
+                if found is not None:
+                    numbers.setdefault(found.seq, []).append(key)
+            self._numbers[session] = numbers
+        name = parse_landed(*path.rsplit("/", 1))
+        return (name.seq if name else -1), self._numbers[session]
+
+    def _one_root(self, path: str) -> None:
+        """A root numbers its session's files once each: two files with one number in the
+        bucket are two roots' (a copy of the root that diverged), and neither rebuilds."""
+        seq, numbers = self._numbered(path)
+        if len(numbers.get(seq, [])) > 1:
+            both = " and ".join(self.describe(key) for key in numbers[seq])
+            raise OSError(errno.EIO, f"{_TWO_ROOTS}: {both} are both number {seq}")
+
+    def _follows(self, path: str, follows: str) -> None:
+        """The file before ``path`` in its session, as its push noted it (``FOLLOWS``), must
+        be the one the bucket holds at that number: else the session continues one root's
+        files with another's."""
+        number, _, digest = follows.partition(":")
+        if not number.isdigit():
+            return  # pushed without the note: nothing to compare
+        _seq, numbers = self._numbered(path)
+        for earlier in numbers.get(int(number), []):
+            known = self._meta_of(earlier)
+            data = self.cache.landed(earlier, known.etag, known.size)
+            if data is None:
+                data = _reading(earlier, partial(self.bucket.get, earlier))
+            if hashlib.sha256(data).hexdigest() != digest:
+                said = f"{_TWO_ROOTS}: it was pushed after another number {number} than"
+                raise OSError(errno.EIO, f"{said} {self.describe(earlier)}")
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
         meta = self._meta_of(path)
-        data = self.cache.landed(path, meta.etag)
+        data = self.cache.landed(path, meta.etag, meta.size)
         if data is not None:
             return data[start : start + length]
         length = min(length, meta.size - start)
@@ -126,6 +213,11 @@ class ArchiveBackend:
 
     def size(self, path: str) -> int:
         return self._meta_of(path).size
+
+    def stamp(self, path: str) -> str:
+        # An object put again gets a new ETag, whatever its size.
+        meta = self._meta_of(path)
+        return f"{meta.size}:{meta.etag}"
 
     def write_temp(self, path: str, data: bytes) -> TempFile:
         _read_only()
@@ -159,6 +251,8 @@ def _reading(path: str, call: Callable[[], T]) -> T:
         return call()
     except OSError:
         raise
+    except Halted as err:  # the bucket, the credentials or the network: no read will do
+        raise StorageUnavailable(errno.EIO, err.said, path) from None
     except Exception as err:
-        said = (str(err).splitlines() or [type(err).__name__])[0]
-        raise StorageUnavailable(errno.EIO, f"the bucket did not answer: {said}", path) from None
+        said = f"the bucket did not answer: {understand(err).said}"
+        raise StorageUnavailable(errno.EIO, said, path) from None

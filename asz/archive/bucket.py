@@ -11,16 +11,16 @@ found there is compared with the local bytes before it counts as pushed.
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import obstore
 from obstore.exceptions import AlreadyExistsError
 
-from asz.archive.retry import Backoff, is_transient
+from asz.archive.failure import understand
+from asz.archive.retry import Link
 
 if TYPE_CHECKING:
     from obstore.store import S3Store
@@ -45,6 +45,13 @@ class Meta:
         return tag if len(tag) == 32 and all(c in "0123456789abcdef" for c in tag) else None
 
 
+FOLLOWS = "asz-follows"
+"""The user metadata (``x-amz-meta-asz-follows``) a push gives each landed file:
+``<seq>:<sha256>`` of the file before it in its session's sequence, in the root that pushed
+it. A reader that finds another file at that number in the bucket knows the session holds
+files from two roots (a copy that diverged), which neither root wrote as one sequence."""
+
+
 class Created(Enum):
     CREATED = "created"
     """The object was not there and now holds the bytes."""
@@ -61,32 +68,38 @@ class Absent:
 
 ABSENT = Absent()
 Known = Meta | Absent | None
-T = TypeVar("T")
 
 
 @dataclass(slots=True)
 class Bucket:
-    """One archive's client, with one retry policy for every request."""
+    """One archive's client; every request goes through its ``link`` (``asz.archive.retry``):
+    retried, paused with the others, stopped with the others."""
 
     store: S3Store
-    backoff: Backoff = field(default_factory=Backoff)
-    failed: Callable[[BaseException], None] | None = None
-    """Told of every transient failure (the service counts them)."""
-
-    def _retry(self, call: Callable[[], T]) -> T:
-        return self.backoff.run(call, failed=self.failed)
+    link: Link = field(default_factory=Link)
+    endpoint: str = ""
+    """The endpoint the client speaks to ("" for AWS's own): the push record names it."""
 
     def head(self, path: str) -> Meta | None:
-        return self._retry(lambda: self._head_once(path))
+        return self.link.run(lambda: self._head_once(path))
 
     def get(self, path: str) -> bytes:
         """The whole object; FileNotFoundError when there is none."""
-        return self._retry(lambda: bytes(obstore.get(self.store, path).bytes()))
+        return self.link.run(lambda: bytes(obstore.get(self.store, path).bytes()))
+
+    def get_noted(self, path: str) -> tuple[bytes, str]:
+        """The whole object, and the note its push gave it (``FOLLOWS``; "" for none)."""
+
+        def fetch() -> tuple[bytes, str]:
+            got = obstore.get(self.store, path)
+            return bytes(got.bytes()), str(got.attributes.get(FOLLOWS, ""))
+
+        return self.link.run(fetch)
 
     def get_range(self, path: str, start: int, length: int) -> bytes:
         if length <= 0:
             return b""
-        return self._retry(
+        return self.link.run(
             lambda: bytes(obstore.get_range(self.store, path, start=start, length=length))
         )
 
@@ -98,39 +111,62 @@ class Bucket:
             dirs = [str(prefix).rsplit("/", 1)[-1] for prefix in found["common_prefixes"]]
             return dirs, [Meta.of(meta) for meta in found["objects"]]
 
-        return self._retry(look)
+        return self.link.run(look)
 
     def list_all(self, prefix: str) -> list[Meta]:
         """Every object under ``prefix`` (a whole listing is retried from its start)."""
-        return self._retry(
+        return self.link.run(
             lambda: [Meta.of(m) for chunk in obstore.list(self.store, prefix) for m in chunk]
         )
 
-    def create(self, path: str, data: bytes, known: Known = ABSENT) -> Created:
+    def create(
+        self,
+        path: str,
+        data: bytes,
+        known: Known = ABSENT,
+        sending: Callable[[str], None] | None = None,
+        follows: str = "",
+    ) -> Created:
         """Puts ``data`` at ``path`` unless an object is there. ``known`` is what is known
         of the key before: ABSENT sends at once, None (unknown, e.g. an earlier push that
-        stopped while sending it) looks first, a Meta is compared without sending."""
-        tried = 0
-        while True:
-            try:
-                if known is None:
-                    known = self._head_once(path) or ABSENT
-                if isinstance(known, Meta):
-                    return Created.SAME if self.holds(known, data) else Created.OTHER
+        stopped while sending it) looks first, a Meta is compared without sending.
+        ``sending`` is told just before the first put goes, so that a push stopped after it
+        looks before sending again, and only then. ``follows`` is kept with the object as
+        its ``FOLLOWS`` note."""
+        attributes: dict[str, str] = {FOLLOWS: follows} if follows else {}
+        state: list[Known] = [known]
+        told = False
+
+        def once() -> Created:
+            nonlocal told
+            while True:
+                if state[0] is None:  # a look of its own, retried apart from the put's tries
+                    state[0] = self.head(path) or ABSENT
+                seen = state[0]
+                if isinstance(seen, Meta):
+                    return Created.SAME if self.holds(seen, data) else Created.OTHER
+                if sending is not None and not told:
+                    sending(path)
+                    told = True
+                state[0] = None  # the put may land before its answer is lost
                 try:
-                    obstore.put(self.store, path, data, mode="create", use_multipart=False)
+                    obstore.put(
+                        self.store,
+                        path,
+                        data,
+                        mode="create",
+                        use_multipart=False,
+                        attributes=attributes,
+                    )
                 except AlreadyExistsError:
-                    known = None
                     continue
-                return Created.CREATED
-            except Exception as err:
-                tried += 1
-                if not is_transient(err) or tried >= self.backoff.attempts:
+                except Exception as err:
+                    if understand(err).code == "SlowDown":
+                        state[0] = ABSENT  # refused before it was taken: no need to look
                     raise
-                if self.failed is not None:
-                    self.failed(err)
-                known = None  # the put may have landed before its answer was lost
-                time.sleep(self.backoff.wait(tried))
+                return Created.CREATED
+
+        return self.link.run(once)
 
     def _head_once(self, path: str) -> Meta | None:
         try:

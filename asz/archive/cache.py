@@ -2,8 +2,11 @@
 
 Landed files never change, so a copy read once serves every later command; it is kept under
 the object's path and ETag, so an object changed in the bucket (a new ETag in the listing) is
-read afresh and never answered from an old copy: ``verify`` sees what the bucket holds. The
-copies are bounded (``[archive] cache_bytes``): past the bound the least recently used go.
+read afresh and never answered from an old copy: ``verify`` sees what the bucket holds. A copy
+is kept with the SHA-256 of its bytes and used only while it has the size the bucket lists and
+that digest: a copy damaged on this disk is dropped and read again from the bucket, never
+blamed on the object. The copies are bounded (``[archive] cache_bytes``): past the bound the
+least recently used go.
 
 Derived state (summaries, facts, kept cache reports) is never written to the bucket: a reader
 must not write there, and another root's reader would not trust it anyway. It is kept here
@@ -18,6 +21,8 @@ import hashlib
 import os
 from pathlib import Path
 
+_DIGEST = 32
+"""Bytes of the SHA-256 kept after each copy."""
 _DIR_MODE = 0o700
 _FILE_MODE = 0o600
 
@@ -41,14 +46,24 @@ class LocalCache:
     def _name(self, path: str, etag: str) -> Path:
         return self._landed / hashlib.sha256(f"{path}\0{etag}".encode()).hexdigest()
 
-    def landed(self, path: str, etag: str) -> bytes | None:
-        """The copy of ``path`` as it was under ``etag``, or None."""
+    def holds(self, path: str, etag: str) -> bool:
+        """Whether a copy of ``path`` under ``etag`` is kept (not whether it is whole)."""
+        return bool(etag) and self._name(path, etag).is_file()
+
+    def landed(self, path: str, etag: str, size: int) -> bytes | None:
+        """The copy of ``path`` as it was under ``etag``, when it is whole: ``size`` bytes
+        with the digest kept beside them; a copy that is not is dropped. Else None."""
         if not etag:
             return None
         name = self._name(path, etag)
         try:
-            data = name.read_bytes()
+            kept = name.read_bytes()
         except OSError:
+            return None
+        data, digest = kept[:-_DIGEST], kept[-_DIGEST:]
+        if len(data) != size or hashlib.sha256(data).digest() != digest:
+            with contextlib.suppress(OSError):
+                os.unlink(name)  # damaged here, not in the bucket: read it again
             return None
         with contextlib.suppress(OSError):
             os.utime(name)  # recently used: evicted last
@@ -59,7 +74,7 @@ class LocalCache:
         if not etag or len(data) > self.limit:
             return
         with contextlib.suppress(OSError):
-            _write(self._name(path, etag), data)
+            _write(self._name(path, etag), data + hashlib.sha256(data).digest())
             if self._total is None:
                 self._total = self._size()  # counted once, the new copy included
             else:

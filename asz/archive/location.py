@@ -84,7 +84,7 @@ def open_bucket_store(
     provider = None
     if not env.get(_KEY_ENV):
         provider = _profile_credentials(config)
-    chosen = config.get("endpoint") or env.get("AWS_ENDPOINT_URL") or env.get("AWS_ENDPOINT", "")
+    chosen = chosen_endpoint(endpoint, env)
     client = {
         "timeout": _TIMEOUT,
         "connect_timeout": _CONNECT_TIMEOUT,
@@ -98,6 +98,13 @@ def open_bucket_store(
         retry_config={"max_retries": 0},
         credential_provider=provider,
     )
+
+
+def chosen_endpoint(endpoint: str = "", env: Mapping[str, str] | None = None) -> str:
+    """The endpoint the client speaks to: ``[archive] endpoint``, else the environment's;
+    "" for AWS's own."""
+    env = os.environ if env is None else env
+    return endpoint or env.get("AWS_ENDPOINT_URL") or env.get("AWS_ENDPOINT", "")
 
 
 def _profile_credentials(config: S3Config) -> Any:

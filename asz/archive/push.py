@@ -7,26 +7,36 @@ record (``asz.archive.record``), so a pass sends only what is new, and a push th
 (a failure, a kill) resumes where it stopped. A session is claimed before its first file goes
 (``asz.archive.claims``), so a session two roots hold is reported, never merged.
 
-Uploads run in a bounded pool of threads (the client releases the GIL while it waits); each
-reads its file when it starts, so memory holds at most one file per worker.
+Uploads run in a bounded set of threads (``asz.archive.workers``; the client releases the GIL
+while it waits); each reads its file when it starts, so memory holds at most one file per
+worker. A session's files go in sequence order until the first one this push creates (a copy
+of the root that diverged stops at its conflict), then together. A failure no retry mends,
+the breaker, or a stop asked for (``Pusher.stop``) ends the push within ``GRACE`` seconds
+(``asz.archive.retry.Link``); what it did not send waits for the next push.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
-from asz.archive.bucket import ABSENT, Bucket, Created, Known, Meta
+from asz.archive.bucket import ABSENT, Bucket, Created, Known
 from asz.archive.claims import claim_bytes, claim_path
+from asz.archive.failure import understand
 from asz.archive.location import ArchiveUrl
-from asz.archive.record import PushRecord
+from asz.archive.record import MARKERS_DIR, PushRecord, new_marker
+from asz.archive.retry import Halted
+from asz.archive.workers import Workers
 from asz.store import LandedName, Store
 from asz.store.atomic import private_dir
 from asz.store.framing import MAX_CONTENT_BYTES
@@ -34,6 +44,7 @@ from asz.store.root import Root, check_private
 from asz.words import count, size
 
 LOCK_FILE = "archive-push.lock"
+T = TypeVar("T")
 
 
 class PushBusy(Exception):
@@ -60,9 +71,13 @@ def push_lock(root: Path) -> Iterator[None]:
         os.close(fd)
 
 
+GRACE = 1.0
+"""Seconds a stopped push waits for the uploads in flight before it abandons them."""
+
+
 @dataclass(slots=True)
 class PushTally:
-    """What one push did and left; ``complete`` when nothing failed or conflicts."""
+    """What one push did and left; ``complete`` when nothing failed, conflicts or stopped."""
 
     archive: str
     sessions: int = 0
@@ -79,20 +94,30 @@ class PushTally:
     """Sessions another root claimed first: none of their files are pushed from here."""
     sessions_excluded: int = 0
     sessions_waiting: int = 0
+    left_out: list[str] = field(default_factory=list)
+    """The sessions the filter leaves out (``sessions_excluded`` of them)."""
+    not_judged: list[str] = field(default_factory=list)
+    """The sessions waiting for the filter to judge them (``sessions_waiting`` of them)."""
     waiting_files: int = 0
     """Landed files of admitted sessions not in the bucket after the pass."""
     waiting_bytes: int = 0
     retries: int = 0
     rebuilt: bool = False
     """The record was (with ``dry_run``: would be) rebuilt by listing the bucket."""
+    marker_lost: bool = False
+    """The record's marker object is not in the bucket: emptied or replaced behind it."""
     would_push: list[tuple[str, int]] = field(default_factory=list)
     """With ``dry_run``: every path that would go, and its size."""
     errors: list[str] = field(default_factory=list)
+    stopped: str = ""
+    """Why the push ended before its end: a failure no retry mends, the breaker, or a stop
+    asked for (``interrupted``); what it did not send waits for the next push."""
+    interrupted: bool = False
     seconds: float = 0.0
 
     @property
     def complete(self) -> bool:
-        return not (self.conflicts or self.held_elsewhere or self.errors)
+        return not (self.conflicts or self.held_elsewhere or self.errors or self.stopped)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -109,7 +134,10 @@ class PushTally:
             "waiting_bytes": self.waiting_bytes,
             "retries": self.retries,
             "rebuilt": self.rebuilt,
+            "marker_lost": self.marker_lost,
             "errors": self.errors,
+            "stopped": self.stopped,
+            "interrupted": self.interrupted,
             "complete": self.complete,
             "seconds": self.seconds,
         }
@@ -122,11 +150,23 @@ class _Todo:
     """Landed files of the session not yet in the record, in sequence order."""
     first: LandedName
     """The session's first landed file, which its claim names."""
+    before: dict[str, LandedName]
+    """The landed file before each one in the session's sequence (none for the first)."""
 
 
 Admits = Callable[[str], bool | None]
 """The session filter's verdict on a session: pushed (True), left out (False), or waiting for
 what would judge it (None); the caller builds it (``asz.adapters.session_filter``)."""
+
+
+class Progress(Protocol):
+    """Told how a push goes while it goes (the service's metrics move with it)."""
+
+    def waiting(self, files: int, size: int) -> None:
+        """What is to go, as the push begins."""
+
+    def pushed(self, size: int, created: bool) -> None:
+        """One more file is in the bucket: created now, or found there already."""
 
 
 class Pusher:
@@ -141,6 +181,7 @@ class Pusher:
         bucket: Bucket,
         *,
         workers: int,
+        progress: Progress | None = None,
     ) -> None:
         self.root = root
         self.store = store
@@ -148,26 +189,105 @@ class Pusher:
         self.url = url
         self.bucket = bucket
         self.workers = max(1, workers)
+        self.progress = progress
+
+    def stop(self, why: str) -> None:
+        """Ends the push in flight (from another thread or a signal handler): no request
+        starts any more, uploads in flight get ``GRACE`` seconds, what went is recorded."""
+        self.bucket.link.stop(why, asked=True)
 
     def run(self, *, dry_run: bool = False, relist: bool = False) -> PushTally:
         started = time.monotonic()
         tally = PushTally(str(self.url))
-        record = PushRecord.for_root(self.root, str(self.url))
-        relist = tally.rebuilt = relist or record.rebuilt
-        if relist and not dry_run:
-            record.start()
-        todo = self._admitted(record, tally)
+        record = PushRecord.for_root(self.root, str(self.url), self.bucket.endpoint)
         if dry_run:
-            tally.would_push = [
-                (name.path, self.store.size_of(name.path)) for item in todo for name in item.names
-            ]
+            tally.rebuilt = relist or record.rebuilt
+            if tally.rebuilt:
+                record.done.clear()
+            todo = self._admitted(record, tally)
+            tally.would_push = self._would_create(record, todo, tally.rebuilt)
         else:
-            self._push(record, todo, tally, relist)
+            todo = self._pushing(record, tally, relist)
         left = [name for item in todo for name in item.names if name.path not in record.done]
         tally.waiting_files = len(left)
         tally.waiting_bytes = sum(self.store.size_of(name.path) for name in left)
         tally.seconds = round(time.monotonic() - started, 6)
         return tally
+
+    def _pushing(self, record: PushRecord, tally: PushTally, relist: bool) -> list[_Todo]:
+        """One push, until its end or its stop; what it was to push."""
+        link = self.bucket.link
+        link.start()
+        workers: Workers[Any, Any] = Workers(self.workers, link)
+        failed = link.failed
+
+        def count_retry(err: BaseException) -> None:
+            tally.retries += 1
+            if failed is not None:
+                failed(err)
+
+        link.failed = count_retry
+        todo: list[_Todo] | None = None
+        try:
+            relist = self._relisting(record, tally, relist)
+            todo = self._admitted(record, tally)
+            if self.progress is not None:
+                paths = [name.path for item in todo for name in item.names]
+                self.progress.waiting(len(paths), sum(map(self.store.size_of, paths)))
+            known = self._known(workers, record, todo, tally, relist)
+            owned = self._claim(workers, record, todo, tally)
+            mine = [item for item in todo if item.session in owned]
+            self._files(workers, record, mine, known, tally)
+        except Halted:
+            pass
+        finally:
+            link.failed = failed
+            workers.close()
+        tally.stopped, tally.interrupted = link.halted, link.asked
+        # Stopped before it looked: all that was to go still is.
+        return todo if todo is not None else self._admitted(record, tally)
+
+    def _would_create(
+        self, record: PushRecord, todo: list[_Todo], rebuilt: bool
+    ) -> list[tuple[str, int]]:
+        """Every object a push would create, and its size: a new record's marker, each
+        session's claim not made yet, every landed file not pushed yet."""
+        objects = []
+        if rebuilt:
+            _marker, data = new_marker()
+            objects.append((f"{MARKERS_DIR}/<new id>.json", len(data)))
+        for item in todo:
+            if item.session not in record.claimed:
+                first = self.store.backend.read(item.first.path, MAX_CONTENT_BYTES)
+                claim = claim_bytes(item.session, item.first.path, first)
+                objects.append((claim_path(item.session), len(claim)))
+        objects += [(name.path, self.store.size_of(name.path)) for t in todo for name in t.names]
+        return objects
+
+    def _relisting(self, record: PushRecord, tally: PushTally, relist: bool) -> bool:
+        """Whether the record is rebuilt by listing: asked, lost, another bucket's, or its
+        marker is gone from the bucket. A rebuilt record names a new marker, created first."""
+        if not (relist or record.rebuilt):
+            tally.marker_lost = self._needed(lambda: self.bucket.head(record.marker)) is None
+        tally.rebuilt = relist or record.rebuilt or tally.marker_lost
+        if not tally.rebuilt:
+            return False
+        # A bucket that is not there, or does not answer, ends the push before the record.
+        self._needed(lambda: self.bucket.list_dir(""))
+        marker, data = new_marker()
+        record.start(marker)
+        self._needed(lambda: self.bucket.create(marker, data))
+        return True
+
+    def _needed(self, call: Callable[[], T]) -> T:
+        """A request the push cannot go on without: its failure, retries spent, stops it."""
+        try:
+            return call()
+        except Halted:
+            raise
+        except Exception as err:
+            self.bucket.link.stop(understand(err).said)
+            raise Halted(self.bucket.link.halted) from None
 
     def _admitted(self, record: PushRecord, tally: PushTally) -> list[_Todo]:
         """Every session the filter admits, with its landed files the record does not
@@ -177,37 +297,23 @@ class Pusher:
             verdict = self.admits(session_id)
             if verdict is None:
                 tally.sessions_waiting += 1
+                tally.not_judged.append(session_id)
                 continue
             if not verdict:
                 tally.sessions_excluded += 1
+                tally.left_out.append(session_id)
                 continue
             tally.sessions += 1
             names = self.store.open_session(session_id).landed()
             new = [name for name in names if name.path not in record.done]
             if new:
-                todo.append(_Todo(session_id, new, names[0]))
+                before = {later.path: earlier for earlier, later in pairwise(names)}
+                todo.append(_Todo(session_id, new, names[0], before))
         return todo
-
-    def _push(self, record: PushRecord, todo: list[_Todo], tally: PushTally, relist: bool) -> None:
-        failed = self.bucket.failed
-
-        def count_retry(err: BaseException) -> None:
-            tally.retries += 1
-            if failed is not None:
-                failed(err)
-
-        self.bucket.failed = count_retry
-        try:
-            with ThreadPoolExecutor(self.workers, thread_name_prefix="asz-push") as pool:
-                known = self._known(pool, record, todo, tally, relist)
-                owned = self._claim(pool, record, todo, tally)
-                self._files(pool, record, [t for t in todo if t.session in owned], known, tally)
-        finally:
-            self.bucket.failed = failed
 
     def _known(
         self,
-        pool: ThreadPoolExecutor,
+        workers: Workers[Any, Any],
         record: PushRecord,
         todo: list[_Todo],
         tally: PushTally,
@@ -223,39 +329,30 @@ class Pusher:
                 for item in todo
                 for name in item.names
             }
-        jobs = {item.session: pool.submit(self._list_session, item.session) for item in todo}
-        known: dict[str, Known] = {}
+        known: dict[str, Known] = {name.path: None for item in todo for name in item.names}
+        names = {item.session: item.names for item in todo}
         for item in todo:
-            try:
-                listed = {meta.path: meta for meta in jobs[item.session].result()}
-            except Exception as err:
-                tally.errors.append(f"{self.url.key(item.session)}/ (listing): {_said(err)}")
-                known.update((name.path, None) for name in item.names)
+            workers.submit(item.session, partial(self.bucket.list_all, f"{item.session}/"))
+        for session, listing in workers.finished(GRACE):
+            if isinstance(listing, BaseException):
+                self._failed(tally, f"{self.url.key(session)}/ (listing)", listing)
                 continue
-            known.update((name.path, listed.get(name.path, ABSENT)) for name in item.names)
+            listed = {meta.path: meta for meta in listing}
+            known.update((name.path, listed.get(name.path, ABSENT)) for name in names[session])
         return known
 
-    def _list_session(self, session: str) -> list[Meta]:
-        return self.bucket.list_all(f"{session}/")
-
     def _claim(
-        self, pool: ThreadPoolExecutor, record: PushRecord, todo: list[_Todo], tally: PushTally
+        self, workers: Workers[Any, Any], record: PushRecord, todo: list[_Todo], tally: PushTally
     ) -> set[str]:
         """The sessions this root may push into: claimed now or before by this root."""
         owned = {item.session for item in todo if item.session in record.claimed}
-        jobs = {
-            item.session: pool.submit(self._claim_one, item)
-            for item in todo
-            if item.session not in owned
-        }
-        for session, job in jobs.items():
-            try:
-                result = job.result()
-            except Exception as err:
-                key = self.url.key(claim_path(session))
-                tally.errors.append(f"{key}: {_said(err)}")
-                continue
-            if result is Created.OTHER:
+        for item in todo:
+            if item.session not in owned:
+                workers.submit(item.session, partial(self._claim_one, item))
+        for session, result in workers.finished(GRACE):
+            if isinstance(result, BaseException):
+                self._failed(tally, self.url.key(claim_path(session)), result)
+            elif result is Created.OTHER:
                 tally.held_elsewhere.append(session)
             else:
                 record.claim(session)
@@ -270,46 +367,81 @@ class Pusher:
 
     def _files(
         self,
-        pool: ThreadPoolExecutor,
+        workers: Workers[Any, Any],
         record: PushRecord,
         todo: list[_Todo],
         known: dict[str, Known],
         tally: PushTally,
     ) -> None:
-        paths = [name.path for item in todo for name in item.names]
-        record.trying([path for path in paths if known[path] is ABSENT])
-        jobs: dict[Future[tuple[Created, int]], str] = {
-            pool.submit(self._file_one, path, known[path]): path for path in paths
-        }
-        for job in as_completed(jobs):  # recorded as each ends: a kill loses the fewest
-            path = jobs[job]
-            try:
-                result, size = job.result()
-            except Exception as err:
-                tally.errors.append(f"{self.url.key(path)}: {_said(err)}")
+        """Each session's files in sequence order, one at a time until the first one this
+        push creates, then all at once. A copy of the root that diverged from the one that
+        pushed (the same session, other files from some sequence number on) meets its first
+        file of another root's there as a conflict, and sends nothing after it: a session
+        in the bucket never continues one root's sequence with another's files."""
+        left = {item.session: deque(item.names) for item in todo}
+        before = {path: name for item in todo for path, name in item.before.items()}
+        serial = set(left)
+
+        def send(session: str) -> None:
+            path = left[session].popleft().path
+            job = partial(self._file_one, path, known[path], record, before.get(path))
+            workers.submit((session, path), job)
+
+        for session in left:
+            send(session)
+        for (session, path), outcome in workers.finished(GRACE):
+            if isinstance(outcome, BaseException):
+                self._failed(tally, self.url.key(path), outcome)
+                if session in serial:
+                    left[session].clear()  # what is at this number is not known: no further
                 continue
+            result, size = outcome
             if result is Created.OTHER:
                 tally.conflicts.append(self.url.key(path))
+                left[session].clear()
                 continue
+            record.pushed(path, size)
+            if self.progress is not None:
+                self.progress.pushed(size, result is Created.CREATED)
             if result is Created.CREATED:
                 tally.files += 1
                 tally.bytes += size
             else:
                 tally.already_there += 1
-            record.pushed(path, size)
+            if session in serial and result is Created.CREATED:
+                serial.discard(session)
+                while left[session]:
+                    send(session)
+            elif left[session]:
+                send(session)
 
-    def _file_one(self, path: str, known: Known) -> tuple[Created, int]:
+    def _file_one(
+        self, path: str, known: Known, record: PushRecord, before: LandedName | None
+    ) -> tuple[Created, int]:
         data = self.store.backend.read(path, MAX_CONTENT_BYTES)
-        return self.bucket.create(path, data, known), len(data)
+        follows = ""
+        if before is not None:
+            earlier = self.store.backend.read(before.path, MAX_CONTENT_BYTES)
+            follows = f"{before.seq}:{hashlib.sha256(earlier).hexdigest()}"
+        created = self.bucket.create(path, data, known, sending=record.sending, follows=follows)
+        return created, len(data)
+
+    def _failed(self, tally: PushTally, key: str, err: BaseException) -> None:
+        """One failed request in the tally's errors, unless the whole push stopped: then its
+        one reason says it all, and the files wait for the next push."""
+        if isinstance(err, Halted) or self.bucket.link.halted:
+            return
+        tally.errors.append(f"{key}: {understand(err).said}")
 
 
 def push_line(tally: PushTally) -> str:
     """The one human line a push says (the service logs it too)."""
-    said = (
-        f"pushed {count(tally.files, 'landed file')} ({size(tally.bytes)})"
-        if tally.files
-        else "nothing new to push"
-    )
+    if tally.files:
+        said = f"pushed {count(tally.files, 'landed file')} ({size(tally.bytes)})"
+    elif tally.stopped:
+        said = "pushed nothing"
+    else:
+        said = "nothing new to push"
     left = [
         count(number, noun) + tail
         for number, noun, tail in (
@@ -323,13 +455,17 @@ def push_line(tally: PushTally) -> str:
         )
         if number
     ]
-    rebuilt = (
-        "; no local record of what was pushed: the archive was listed" if tally.rebuilt else ""
-    )
+    rebuilt = ""
+    if tally.marker_lost:
+        rebuilt = "; the archive no longer holds this root's marker: it was listed again"
+    elif tally.rebuilt:
+        rebuilt = "; no local record of what was pushed to this bucket: the archive was listed"
     return f"{'; '.join([f'{said} to {tally.archive}', *left])}{rebuilt} ({tally.seconds:.3f} s)"
 
 
-def _said(err: BaseException) -> str:
-    """An error in one line: the client's errors carry their whole request chain."""
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
+def stop_line(tally: PushTally) -> str:
+    """Why a push stopped, what it left, and that the next one resumes: one line."""
+    return (
+        f"push to {tally.archive} stopped: {tally.stopped}; "
+        f"{count(tally.waiting_files, 'file')} still to push, the next push resumes"
+    )

@@ -2,22 +2,31 @@
 
 ``_state/archive-pushed.jsonl`` is a journal, appended to and never rewritten::
 
-    {"format": "asz.archive-pushed/1", "archive": "s3://bucket/prefix"}   first line
-    {"try": ["<path>", ...]}      about to be sent: not known to be in the bucket yet
+    {"format": "asz.archive-pushed/2", "archive": "s3://bucket/prefix",
+     "endpoint": "https://...", "marker": "_archive/roots/<32 hex>.json"}   first line
+    {"try": ["<path>"]}           being sent: not known to be in the bucket yet
     {"done": "<path>", "n": N}    in the bucket with this root's bytes (N of them)
     {"claim": "<session>"}        the session's claim in the bucket is this root's
 
-A path tried and not done (a push killed while sending it) is looked for before it is sent
-again, so a body is never uploaded twice. The journal is derived: when it is missing, names
-another archive, or does not read, it is rebuilt by listing the bucket (``asz.archive.push``),
-and every object found there is compared with the local bytes before it counts as pushed. A
-torn last line (a push killed while appending) is ignored.
+The record belongs to one bucket, not to its name: it names the endpoint as well as the
+bucket and prefix (the same name at another endpoint is another bucket), and a marker object
+the push created in the bucket when the record began. Every push looks for the marker first
+(one ``HEAD``): a bucket emptied, replaced or restored from elsewhere behind the record's back
+has lost it, and the record is then rebuilt rather than trusted.
+
+A path is written as tried just before its bytes are sent, so a push that was killed looks
+only for the few that were in flight before sending them again, and a body is never uploaded
+twice. The journal is derived: when it is missing, names another archive, or does not read,
+it is rebuilt by listing the bucket (``asz.archive.push``), and every object found there is
+compared with the local bytes before it counts as pushed. A torn last line (a push killed
+while appending) is ignored.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import secrets
+import threading
 from pathlib import Path
 
 import orjson
@@ -25,26 +34,47 @@ import orjson
 from asz.store.layout import STATE_DIR
 
 RECORD_FILE = "archive-pushed.jsonl"
-FORMAT = "asz.archive-pushed/1"
+FORMAT = "asz.archive-pushed/2"
+MARKERS_DIR = "_archive/roots"
+MARKER_FORMAT = "asz.archive-root/1"
+
+
+def new_marker() -> tuple[str, bytes]:
+    """A marker's path and bytes: a random name, so that no two records share one (it says
+    nothing of the machine or the user)."""
+    name = secrets.token_hex(16)
+    data = orjson.dumps({"format": MARKER_FORMAT, "id": name}) + b"\n"
+    return f"{MARKERS_DIR}/{name}.json", data
 
 
 class PushRecord:
-    """The journal of one root for one archive, loaded whole and appended to."""
+    """The journal of one root for one bucket, loaded whole and appended to."""
 
-    def __init__(self, path: Path, archive: str) -> None:
+    def __init__(self, path: Path, archive: str, endpoint: str) -> None:
         self.path = path
         self.archive = archive
+        self.endpoint = endpoint
+        self.marker = ""
         self.done: dict[str, int] = {}
         self.tried: set[str] = set()
         self.claimed: set[str] = set()
         self.rebuilt = False
-        """True when the journal had to be started afresh (lost, or another archive's)."""
+        """True when the journal must be started afresh (lost, or another bucket's)."""
+        self._lock = threading.Lock()
 
     @classmethod
-    def for_root(cls, root: Path, archive: str) -> PushRecord:
-        record = cls(root / STATE_DIR / RECORD_FILE, archive)
+    def for_root(cls, root: Path, archive: str, endpoint: str) -> PushRecord:
+        record = cls(root / STATE_DIR / RECORD_FILE, archive, endpoint)
         record.rebuilt = not record._load()
         return record
+
+    def _head(self) -> dict[str, str]:
+        return {
+            "format": FORMAT,
+            "archive": self.archive,
+            "endpoint": self.endpoint,
+            "marker": self.marker,
+        }
 
     def _load(self) -> bool:
         try:
@@ -55,7 +85,10 @@ class PushRecord:
             head = orjson.loads(lines[0])
         except orjson.JSONDecodeError:
             return False
-        if head != {"format": FORMAT, "archive": self.archive}:
+        if not isinstance(head, dict) or not isinstance(head.get("marker"), str):
+            return False
+        self.marker = head["marker"]
+        if head != self._head() or not self.marker.startswith(MARKERS_DIR + "/"):
             return False
         for line in lines[1:]:
             try:
@@ -73,34 +106,34 @@ class PushRecord:
         self.tried -= self.done.keys()
         return True
 
-    def start(self) -> None:
-        """Begins a new journal (the old one named another archive, or was lost)."""
+    def start(self, marker: str) -> None:
+        """Begins a new journal tied to ``marker`` (the old one named another bucket, was
+        lost, or its marker is gone from the bucket)."""
         self.done.clear()
         self.tried.clear()
         self.claimed.clear()
+        self.marker = marker
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "wb") as handle:
-            handle.write(orjson.dumps({"format": FORMAT, "archive": self.archive}) + b"\n")
+            handle.write(orjson.dumps(self._head()) + b"\n")
 
-    def _append(self, entries: Iterable[object]) -> None:
-        data = b"".join(orjson.dumps(entry) + b"\n" for entry in entries)
-        if not data:
-            return
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
-        with os.fdopen(fd, "ab") as handle:
-            handle.write(data)
+    def _append(self, entry: object) -> None:
+        data = orjson.dumps(entry) + b"\n"
+        with self._lock:  # workers say what they send, the push what went
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+            with os.fdopen(fd, "ab") as handle:
+                handle.write(data)
 
-    def trying(self, paths: list[str]) -> None:
-        """Says, before any is sent, which paths a push is about to send."""
-        if paths:
-            self._append([{"try": paths}])
+    def sending(self, path: str) -> None:
+        """Says, just before its bytes go, that ``path`` may be in the bucket from now on."""
+        self._append({"try": [path]})
 
     def pushed(self, path: str, size: int) -> None:
         self.done[path] = size
         self.tried.discard(path)
-        self._append([{"done": path, "n": size}])
+        self._append({"done": path, "n": size})
 
     def claim(self, session: str) -> None:
         self.claimed.add(session)
-        self._append([{"claim": session}])
+        self._append({"claim": session})

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from asz.commands.exits import UsageError
+from asz.zones import IN_UTC, Zone
 
 if TYPE_CHECKING:
     from asz.config import Config
@@ -22,8 +23,9 @@ if TYPE_CHECKING:
 _AGE = re.compile(r"(\d{1,6})([mhdw])")
 _AGE_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 SINCE_HELP = (
-    "a date (2026-01-31, from midnight UTC), an ISO time (2026-01-31T09:30, UTC unless it "
-    "names a zone, e.g. +02:00), or an age: 30m, 24h, 7d, 2w"
+    "a date (2026-01-31, from midnight UTC, or local with --local), an ISO time "
+    "(2026-01-31T09:30, UTC or local alike unless it names a zone, e.g. +02:00), or an age: "
+    "30m, 24h, 7d, 2w"
 )
 
 
@@ -72,9 +74,11 @@ def open_root(config: Config, missing: str | None = NO_ROOT) -> Store:
 
         store = open_store(open_archive(config.root_url, config.archive))
         try:  # an archive that cannot be listed is as absent as a missing directory
-            store.backend.list("")  # kept: the command's own listing costs nothing more
+            listed = store.backend.list("")  # kept: the command's own listing costs nothing more
         except OSError as err:
             raise UsageError(f"cannot read the archive {config.root_url}: {err.strerror}") from None
+        if not listed:  # a typo in the prefix lists nothing, as a typo in a path names nothing
+            raise UsageError(f"nothing under {config.root_url}: is the prefix right?")
         return store
     return open_store(root_directory(config, missing))
 
@@ -104,6 +108,16 @@ def local_root(config: Config, command: str) -> Path:
     return root_directory(config, missing=None)
 
 
+def add_zone(parser: argparse.ArgumentParser) -> None:
+    """``--local``, read into ``args.local``: the zone the command shows its times in."""
+    parser.add_argument(
+        "--local",
+        action="store_true",
+        help="show times in this machine's zone, labelled local, instead of UTC, and read a "
+        "--since time without a zone in it (docs/configuration.md)",
+    )
+
+
 def add_session(parser: argparse.ArgumentParser, *, optional: bool = False) -> None:
     """The SESSION argument every session-taking command reads the same way."""
     if optional:
@@ -129,10 +143,12 @@ def landed_session(config: Config, session: str) -> Session:
         raise UsageError(str(err)) from None
 
 
-def parse_since(text: str, now: datetime | None = None) -> datetime:
+def parse_since(text: str, now: datetime | None = None, zone: Zone = IN_UTC) -> datetime:
     """The moment ``text`` names (see ``SINCE_HELP``), aware; ValueError when it names none.
 
-    An age counts back from ``now`` (the current time when None).
+    An age counts back from ``now`` (the current time when None); a date or a time that names
+    no zone is in ``zone``, the one the listing shows its times in, so that a time copied
+    from it picks what it showed.
     """
     wanted = text.strip()
     age = _AGE.fullmatch(wanted)
@@ -146,5 +162,4 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
         moment = datetime.fromisoformat(wanted)
     except ValueError:
         raise ValueError(f"{text!r} is not a date, an ISO time or an age ({SINCE_HELP})") from None
-    # UTC, the zone every listing shows its times in: a time copied from one picks it.
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return zone.read(moment)

@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Any
 from asz.commands.args import add_session, landed_session
 from asz.commands.exits import UsageError
 from asz.commands.listing import (
-    FIRST,
-    LAST,
     add_filters,
     filtering,
     list_sessions,
@@ -26,11 +24,13 @@ from asz.commands.listing import (
     path_shortened,
     project_shown,
     say_none_listed,
+    time_headers,
     when_shown,
 )
 from asz.commands.problems import report_problems
 from asz.config import Config
 from asz.table import Column
+from asz.zones import Zone, zone_of
 
 if TYPE_CHECKING:
     from asz.view.ranking import Ranking
@@ -49,8 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--by",
         choices=BY,
         help="with no SESSION: list the totals per cause of the breaks, per project or per "
-        "UTC day instead of the sessions (default: the sessions, then all three totals; with "
-        "--json, the sessions)",
+        "day (in UTC, or local with --local) instead of the sessions (default: the sessions, "
+        "then all three totals; with --json, the sessions)",
     )
     parser.add_argument(
         "--json",
@@ -99,7 +99,8 @@ def _every_session(args: argparse.Namespace, config: Config) -> int:
 
     listed = list_sessions(config, args)
     prices = price_table(config.prices)
-    ranking = Ranking()
+    zone = zone_of(args.local)
+    ranking = Ranking(zone)
     problems = [str(problem) for problem in listed.problems]
     met: dict[str, list[str]] = {}
     for problem in listed.problems:
@@ -116,7 +117,7 @@ def _every_session(args: argparse.Namespace, config: Config) -> int:
         }.get(args.by, ranking.sessions)
         print_json(listing())
     elif listed.shown:
-        _print_ranking(ranking, unique_prefixes(listed.ids), args.by)
+        _print_ranking(ranking, unique_prefixes(listed.ids), args.by, zone)
     else:
         say_none_listed(config, args)
     # The sessions' JSON lists each one's problems; a session left out of it, or a --by
@@ -128,9 +129,9 @@ def _every_session(args: argparse.Namespace, config: Config) -> int:
     )
 
 
-def _print_ranking(ranking: Ranking, prefixes: dict[str, str], by: str | None) -> None:
+def _print_ranking(ranking: Ranking, prefixes: dict[str, str], by: str | None, zone: Zone) -> None:
     """The tables ``by`` asks for (when None: the sessions, then what each cause cost beside
-    them, then per project and per day), then the sum of them all."""
+    them, then per project and per day), then the sum of them all; times in ``zone``."""
     from asz.table import print_lines
     from asz.view.cache_text import money_said, percent
     from asz.words import count
@@ -141,12 +142,14 @@ def _print_ranking(ranking: Ranking, prefixes: dict[str, str], by: str | None) -
             [
                 prefixes[entry["session"]],
                 project_shown(entry["project"]),
-                when_shown(entry["first"]),
-                when_shown(entry["last"]),
+                when_shown(entry["first"], zone),
+                when_shown(entry["last"], zone),
             ]
             for entry in sessions
         ]
-        _print_figures(_SESSION_COLUMNS, named, sessions)
+        first, last = time_headers(zone)
+        columns = (*_SESSION_COLUMNS, Column(first, drop=7), Column(last, drop=3))
+        _print_figures(columns, named, sessions)
     if by in (None, "cause"):
         print("by cause, most waste first")
         causes = ranking.causes()
@@ -159,7 +162,7 @@ def _print_ranking(ranking: Ranking, prefixes: dict[str, str], by: str | None) -
         project = Column("PROJECT", shorten=path_shortened)
         _print_figures((project, _SESSIONS), named, projects)
     if by in (None, "day"):
-        print("by day (UTC)")
+        print(f"by day ({zone.label})")
         days = ranking.days()
         named = [[entry["day"] or "-", f"{entry['sessions']:,}"] for entry in days]
         _print_figures((Column("DAY"), _SESSIONS), named, days)
@@ -198,9 +201,8 @@ def _print_figures(
 _SESSION_COLUMNS = (
     Column("SESSION"),
     Column("PROJECT", drop=1, shorten=path_shortened),
-    Column(FIRST, drop=7),
-    Column(LAST, drop=3),
 )
+"""The columns naming a session; its first and last times follow, headed by their zone."""
 _SESSIONS = Column("SESSIONS", numeric=True, drop=8)
 _FIGURES = (
     Column("CALLS", numeric=True, drop=6),

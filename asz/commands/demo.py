@@ -50,10 +50,14 @@ def run(args: argparse.Namespace, config: Config) -> int:
     for chosen in (keep, root_dir):
         if chosen is None or not chosen.exists():
             continue
-        wrong = "not a directory" if not chosen.is_dir() else "not empty" * any(chosen.iterdir())
-        if wrong:
-            print(f"asz demo: {chosen} is {wrong}; name a new or empty directory", file=sys.stderr)
-            return EXIT_USAGE
+        if not chosen.is_dir():
+            wrong = "not a directory"
+        elif any(chosen.iterdir()):
+            wrong = "not empty"
+        else:
+            continue
+        print(f"asz demo: {chosen} is {wrong}; name a new or empty directory", file=sys.stderr)
+        return EXIT_USAGE
     workdir = keep or Path(tempfile.mkdtemp(prefix="asz-demo-"))
     try:
         return _demo(config, workdir / "claude", root_dir or workdir / "root", root_dir is not None)

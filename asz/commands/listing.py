@@ -14,12 +14,13 @@ import fnmatch
 import re
 import sys
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from asz.commands.args import SINCE_HELP, open_root, parse_since
+from asz.commands.args import SINCE_HELP, add_zone, open_root, parse_since
 from asz.commands.exits import EXIT_USAGE
+from asz.zones import Zone, zone_of
 
 if TYPE_CHECKING:
     from asz.config import Config
@@ -29,7 +30,8 @@ _GLOB = re.compile(r"[*?\[]")
 
 
 def add_filters(parser: argparse.ArgumentParser) -> None:
-    """``--project`` and ``--since``, read into ``args.project`` and ``args.since``."""
+    """``--project``, ``--since`` and ``--local``, read into ``args.project``, ``args.since``
+    (the text, read in the zone ``--local`` picks) and ``args.local``."""
     parser.add_argument(
         "--project",
         metavar="PATTERN",
@@ -44,13 +46,16 @@ def add_filters(parser: argparse.ArgumentParser) -> None:
         type=_since,
         help=f"only sessions active at or after WHEN: {SINCE_HELP} (default: all time)",
     )
+    add_zone(parser)
 
 
-def _since(text: str) -> datetime:
+def _since(text: str) -> str:
+    """The text, once it reads as a moment: which moment depends on ``--local``, read later."""
     try:
-        return parse_since(text)
+        parse_since(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+    return text
 
 
 def filtering(args: argparse.Namespace) -> bool:
@@ -74,6 +79,7 @@ def list_sessions(config: Config, args: argparse.Namespace) -> Listed:
     """The landed sessions ``args.project`` and ``args.since`` pick, newest first; a usage
     error (exit 2) when there is no root to list."""
     store = open_root(config)
+    since = None if args.since is None else parse_since(args.since, zone=zone_of(args.local))
     ids = store.sessions()
     shown: list[SessionSummary] = []
     problems: list[Problem] = []
@@ -81,7 +87,7 @@ def list_sessions(config: Config, args: argparse.Namespace) -> Listed:
         session = store.open_session(session_id)
         summary = session.summary()
         problems += session.problems
-        if _wanted(summary, args.project, args.since):
+        if _wanted(summary, args.project, since):
             shown.append(summary)
     shown.sort(key=lambda summary: summary.id)
     shown.sort(key=lambda summary: summary.last_activity or "", reverse=True)
@@ -140,18 +146,14 @@ def path_shortened(path: str, width: int) -> str:
     return shown
 
 
-FIRST = "FIRST (UTC)"
-LAST = "LAST (UTC)"
-"""The headers over the times :func:`when_shown` gives: every time a command prints is in UTC
-(the view's timeline and the per-day totals too), and every header that shows one says so."""
+def time_headers(zone: Zone) -> tuple[str, str]:
+    """The headers over the first and last times :func:`when_shown` gives, naming their zone:
+    every header over a time says which."""
+    return f"FIRST ({zone.label})", f"LAST ({zone.label})"
 
 
-def when_shown(moment: str | None) -> str:
-    """A time in UTC, to the minute; ``-`` when unknown. One zone for every command, so that
-    a time read in one listing is found as it is in another, and the same on every machine."""
-    if moment is None:
-        return "-"
-    parsed = datetime.fromisoformat(moment)
-    if parsed.tzinfo is None:  # Claude Code writes its times in UTC
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+def when_shown(moment: str | None, zone: Zone) -> str:
+    """A time in ``zone`` (UTC unless ``--local``), to the minute; ``-`` when unknown. One zone
+    for every command, so that a time read in one listing is found as it is in another."""
+    shown = zone.moment(moment)
+    return "-" if shown is None else shown.strftime("%Y-%m-%d %H:%M")

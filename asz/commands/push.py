@@ -10,7 +10,10 @@ credentials): what leaves the machine, seen before the first push.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from asz.commands.args import local_root
@@ -19,7 +22,8 @@ from asz.config import Config
 from asz.words import count, listing, size
 
 if TYPE_CHECKING:
-    from asz.archive.push import PushTally
+    from asz.archive.push import Pusher, PushTally
+    from asz.store import Store
 
 SUMMARY = "push every landed file of the admitted sessions to the team archive ([archive] url)"
 
@@ -29,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run",
         action="store_true",
-        help="list every file that would go, with its size, and send nothing",
+        help="list every object that would be created (files, claims, marker), with its "
+        "size, and the sessions left out and why; send nothing",
     )
     parser.add_argument(
         "--relist",
@@ -64,7 +69,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         workers=config.archive.workers,
     )
     try:
-        with push_lock(root):
+        with push_lock(root), _stopped_by_signals(pusher) as signalled:
             tally = pusher.run(dry_run=args.dry_run, relist=args.relist)
     except (PushBusy, UnsafeRoot) as err:
         print(f"asz: {err}", file=sys.stderr)
@@ -79,10 +84,15 @@ def run(args: argparse.Namespace, config: Config) -> int:
         for path, length in tally.would_push:
             print(f"{size(length):>10}  {path}")
         total = sum(length for _path, length in tally.would_push)
+        files = sum(1 for path, _length in tally.would_push if not path.startswith("_"))
         print(
-            f"would push {count(len(tally.would_push), 'landed file')} ({size(total)}) "
-            f"to {tally.archive}"
+            f"would push {count(files, 'landed file')} and create "
+            f"{count(len(tally.would_push), 'object')} ({size(total)}) in {tally.archive}"
         )
+        for session in tally.left_out:
+            print(f"left out: {session}: {_why_left_out(config, store, session)}")
+        for session in tally.not_judged:
+            print(f"waiting: {session}: no project directory is known for it yet")
         if tally.rebuilt:
             print(
                 "there is no local record of earlier pushes: a push lists the archive first "
@@ -91,10 +101,51 @@ def run(args: argparse.Namespace, config: Config) -> int:
     else:
         print(push_line(tally))
     _say_trouble(tally)
+    if tally.interrupted and signalled:
+        return 128 + signalled[0]
     return EXIT_OK if tally.complete else EXIT_FAILED
 
 
+@contextmanager
+def _stopped_by_signals(pusher: Pusher) -> Iterator[list[int]]:
+    """Ctrl-C (or SIGTERM) ends the push within a second or two: uploads in flight finish or
+    are abandoned, what went is recorded, and the command says what is left and exits
+    128 + the signal's number, without a traceback. The list names the signal received."""
+    received: list[int] = []
+
+    def stop(signum: int, _frame: object) -> None:
+        received.append(signum)
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        pusher.stop(f"stopped by {name}")
+
+    before = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
+def _why_left_out(config: Config, store: Store, session: str) -> str:
+    """Which of the session filter's lists leaves ``session`` out, and its directory."""
+    from asz.adapters.session_filter import Matcher
+
+    facts = store.open_session(session).facts()
+    dirs = [facts.primary_dir] if facts.primary_dir else sorted(facts.project_dirs)
+    named = ", ".join(dirs) or "no project directory"
+    included = Matcher(config.sessions.include, ())
+    if config.sessions.include and not any(
+        included.passes(directory, lambda: set(facts.cwds)) for directory in dirs
+    ):
+        return f"{named}: not matched by sessions.include"
+    return f"{named}: matched by sessions.exclude"
+
+
 def _say_trouble(tally: PushTally) -> None:
+    from asz.archive.push import stop_line
+
+    if tally.stopped:
+        print(f"asz: {stop_line(tally)}", file=sys.stderr)
     for key in tally.conflicts:
         print(f"asz: conflict: {key} holds other bytes than this root's file", file=sys.stderr)
     if tally.held_elsewhere:

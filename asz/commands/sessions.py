@@ -14,17 +14,17 @@ import re
 from typing import TYPE_CHECKING
 
 from asz.commands.listing import (
-    FIRST,
-    LAST,
     add_filters,
     list_sessions,
     listing_exit,
     path_shortened,
     project_shown,
     say_none_listed,
+    time_headers,
     when_shown,
 )
 from asz.config import Config
+from asz.zones import Zone, zone_of
 
 if TYPE_CHECKING:
     from asz.store import SessionSummary
@@ -52,22 +52,23 @@ def run(args: argparse.Namespace, config: Config) -> int:
     if args.json:
         print_json([summary.as_dict() for summary in listed.shown])
     elif listed.shown:
-        _print_table(listed.shown, unique_prefixes(listed.ids))
+        _print_table(listed.shown, unique_prefixes(listed.ids), zone_of(args.local))
     else:
         say_none_listed(config, args)
     return listing_exit(listed, args, report_problems(listed.problems))
 
 
-def _print_table(shown: list[SessionSummary], prefixes: dict[str, str]) -> None:
+def _print_table(shown: list[SessionSummary], prefixes: dict[str, str], zone: Zone) -> None:
     from asz.table import Column, print_table
     from asz.words import size
 
+    first, last = time_headers(zone)
     # On a narrow terminal the least wanted go first: lines, bodies, the first activity...
     columns = [
         Column("SESSION"),
         Column("PROJECT", drop=2, shorten=path_shortened),
-        Column(FIRST, drop=7),
-        Column(LAST, drop=1),
+        Column(first, drop=7),
+        Column(last, drop=1),
         Column("MODELS", drop=4, shorten=_families),
         Column("CALLS", numeric=True, drop=3),
         Column("BODIES", numeric=True, drop=8),
@@ -78,8 +79,8 @@ def _print_table(shown: list[SessionSummary], prefixes: dict[str, str]) -> None:
         [
             prefixes[summary.id],
             project_shown(summary.project),
-            when_shown(summary.first_activity),
-            when_shown(summary.last_activity),
+            when_shown(summary.first_activity, zone),
+            when_shown(summary.last_activity, zone),
             ", ".join(dict.fromkeys(_MODEL_NAME.sub("", model) for model in summary.models)),
             f"{summary.calls:,}",
             f"{summary.bodies:,}",

@@ -1,7 +1,7 @@
 """``asz verify``: checks every landed file and rebuilds every landed body.
 
-The checks live in :mod:`asz.store.verify`; this module picks the sessions and prints the
-report.
+The checks live in :mod:`asz.store.verify` (and, for the kept cache reports, which the view
+makes, in :mod:`asz.view.kept`); this module picks the sessions and prints the report.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
     from asz.commands.problems import report_problems
     from asz.output import print_json
     from asz.progress import progress
+    from asz.view.kept import check_kept
+    from asz.view.prices import price_table
     from asz.words import count, listing
 
     # A typo in --root must not read as a root that verifies.
@@ -30,6 +32,9 @@ def run(args: argparse.Namespace, config: Config) -> int:
     sessions = None if args.session is None else [landed_session(config, args.session).id]
     with progress("verifying") as shown:
         report = store.verify(sessions, shown)
+    prices = price_table(config.prices)
+    for session_id in store.sessions() if sessions is None else sessions:
+        check_kept(store.open_session(session_id), prices, report.problems)
     if args.json:
         print_json(report.as_dict())
     elif not report.sessions and not report.problems:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import shutil
 
-from asz.commands.args import add_session, landed_session
+from asz.commands.args import add_session, add_zone, landed_session
 from asz.commands.problems import report_problems
 from asz.config import Config
 
@@ -21,6 +21,7 @@ WIDTH_OFF_TERMINAL = 120
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_session(parser)
+    add_zone(parser)
     parser.add_argument(
         "--json",
         action="store_true",
@@ -31,11 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, config: Config) -> int:
     from asz.output import print_json
     from asz.view import build_view, format_timeline
+    from asz.zones import zone_of
 
     view = build_view(landed_session(config, args.session))
     if args.json:
         print_json(view)
     else:
         width = shutil.get_terminal_size((WIDTH_OFF_TERMINAL, 24)).columns
-        print(format_timeline(view, width))
+        print(format_timeline(view, width, zone_of(args.local)))
     return report_problems(view["problems"], all_in="--json")

@@ -67,6 +67,21 @@ class HealthState:
     """Monotonic time of the first failed push since the last one without an error."""
     last_push: dict[str, Any] | None = None
 
+    export_unhealthy_after: float | None = None
+    """Seconds exports to the OTLP endpoint may keep failing before the service is
+    unhealthy; None without an endpoint."""
+    export_failing_since: float | None = None
+    last_export: dict[str, Any] | None = None
+
+    def export_done(self, counts: dict[str, Any] | None, failed: bool) -> None:
+        """An export ended; ``counts`` is None when it crashed."""
+        if counts is not None:
+            self.last_export = counts
+        if not failed:
+            self.export_failing_since = None
+        elif self.export_failing_since is None:
+            self.export_failing_since = time.monotonic()
+
     def push_done(self, counts: dict[str, Any] | None, failed: bool) -> None:
         """A push ended; ``counts`` is None when it crashed."""
         if counts is not None:
@@ -78,10 +93,7 @@ class HealthState:
 
     def pushes_failing(self, now: float) -> float | None:
         """For how long pushes have failed, once that is longer than ``unhealthy_after``."""
-        since = self.push_failing_since
-        if since is None or self.unhealthy_after is None:
-            return None
-        return now - since if now - since > self.unhealthy_after else None
+        return _failing_for(self.push_failing_since, self.unhealthy_after, now)
 
     def tick(self) -> None:
         self.last_tick = time.monotonic()
@@ -99,6 +111,9 @@ class HealthState:
         status = "ok" if alive else "stalled"
         if alive and failing is not None:
             status = "push_failing"
+        exporting = _failing_for(self.export_failing_since, self.export_unhealthy_after, now)
+        if status == "ok" and exporting is not None:
+            status = "export_failing"
         report = {
             "status": status,
             "version": self.version,
@@ -117,7 +132,22 @@ class HealthState:
                 "unhealthy_after": self.unhealthy_after,
                 "last_push": self.last_push,
             }
+        if self.export_unhealthy_after is not None:
+            report["otlp"] = {
+                "failing_seconds": None
+                if self.export_failing_since is None
+                else round(now - self.export_failing_since, 3),
+                "unhealthy_after": self.export_unhealthy_after,
+                "last_export": self.last_export,
+            }
         return status == "ok", report
+
+
+def _failing_for(since: float | None, allowed: float | None, now: float) -> float | None:
+    """For how long something has failed, once that is longer than ``allowed``."""
+    if since is None or allowed is None:
+        return None
+    return now - since if now - since > allowed else None
 
 
 class _Server(ThreadingHTTPServer):

@@ -137,7 +137,8 @@ class ArchiveMetrics:
             return Counter(name, doc, registry=registry)
 
         self.waiting_files = gauge(
-            "asz_archive_waiting_files", "Landed files not in the archive yet, as of the last push."
+            "asz_archive_waiting_files",
+            "Landed files not in the archive yet, as the push in flight or the last one says.",
         )
         self.waiting_bytes = gauge(
             "asz_archive_waiting_bytes", "Bytes of the landed files not in the archive yet."
@@ -162,14 +163,26 @@ class ArchiveMetrics:
             "Unix time the last push without an error finished; 0 before the first.",
         )
 
+    def waiting(self, files: int, size: int) -> None:
+        """A push begins with this much to go (``asz.archive.push.Progress``)."""
+        self.waiting_files.set(files)
+        self.waiting_bytes.set(size)
+
+    def pushed(self, size: int, created: bool) -> None:
+        """One file went: counted as it goes, so a long push shows its progress."""
+        self.waiting_files.dec()
+        self.waiting_bytes.dec(size)
+        if created:
+            self.pushed_files.inc()
+            self.pushed_bytes.inc(size)
+
     def record(self, tally: PushTally, finished_at: float) -> None:
+        """A push ended (its objects are counted already, by ``pushed``)."""
         self.waiting_files.set(tally.waiting_files)
         self.waiting_bytes.set(tally.waiting_bytes)
         self.conflicts.set(len(tally.conflicts) + len(tally.held_elsewhere))
-        self.pushed_files.inc(tally.files)
-        self.pushed_bytes.inc(tally.bytes)
         self.retries.inc(tally.retries)
-        if tally.errors:
+        if tally.errors or tally.stopped:
             self.errors.inc()
         else:
             self.last_success.set(finished_at)
@@ -230,11 +243,11 @@ class CacheCostMetrics:
             if kind not in TOKEN_KINDS:
                 raise ValueError(f"unknown token kind {kind!r}")
         for family, calls in counts.calls.items():
-            _inc(self.calls, calls, _family(family))
+            _inc(self.calls, calls, bounded_family(family))
         for (family, kind), tokens in counts.tokens.items():
-            _inc(self.tokens, tokens, _family(family), kind)
+            _inc(self.tokens, tokens, bounded_family(family), kind)
         for family, cost in counts.cost_usd.items():
-            _inc(self.cost, cost, _family(family))
+            _inc(self.cost, cost, bounded_family(family))
         by_cause: Mapping[tuple[str, str], float]
         for target, by_cause in (
             (self.breaks, counts.breaks),
@@ -242,14 +255,16 @@ class CacheCostMetrics:
             (self.waste, counts.waste_usd),
         ):
             for (family, cause), delta in by_cause.items():
-                _inc(target, delta, _family(family), _cause(cause))
+                _inc(target, delta, bounded_family(family), bounded_cause(cause))
 
 
-def _family(family: str) -> str:
+def bounded_family(family: str) -> str:
+    """The family as a label: one of ``FAMILIES`` (any other is ``other``); the OTLP
+    metrics (``asz.daemon.otlp``) label by the same."""
     return family if family in FAMILIES else "other"
 
 
-def _cause(cause: str) -> str:
+def bounded_cause(cause: str) -> str:
     return cause if cause in CACHE_CAUSES else "other"
 
 

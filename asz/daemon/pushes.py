@@ -5,14 +5,16 @@ loop runs one push (``asz.archive.push``, the same code as ``asz push``) at a ti
 worker thread, and a pass that ends while one runs leads to one more push after it, not one
 each. A push that fails is tried again after the next pass (a rescan every
 ``service.rescan_interval`` at the latest), its requests each retried with backoff first; the
-metrics count it and ``/healthz`` says so once pushes have failed for longer than
-``archive.unhealthy_after``. Stopping the service abandons a push in flight: each object is
-created whole or not at all, and the push record lets the next push resume without sending
-anything twice.
+metrics count it (the objects pushed as they go, not at the push's end) and ``/healthz`` says
+so once pushes have failed for longer than ``archive.unhealthy_after``. Stopping the service
+stops a push in flight within a second or two (``Pusher.stop``): uploads in flight finish or
+are abandoned, each object is created whole or not at all, what went is recorded, and the
+next push resumes without sending anything twice.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 
 import anyio
@@ -22,11 +24,14 @@ from asz.adapters.session_filter import landed_admits
 from asz.archive import open_bucket
 from asz.archive.bucket import Bucket
 from asz.archive.location import ArchiveUrl
-from asz.archive.push import PushBusy, Pusher, PushTally, push_line, push_lock
+from asz.archive.push import GRACE, PushBusy, Pusher, PushTally, push_line, push_lock, stop_line
 from asz.config import Config
 from asz.daemon.http import HealthState
 from asz.daemon.metrics import ServiceMetrics
 from asz.store import Store
+
+_STOP_WAIT = GRACE + 1.0
+"""Seconds the service waits for its push to stop: the push's own grace, and a margin."""
 
 
 class PushLoop:
@@ -48,6 +53,9 @@ class PushLoop:
         self._wake = anyio.Event()
         self._last_line = ""
         self._bucket: Bucket | None = None
+        self._pusher: Pusher | None = None
+        self._idle = threading.Event()
+        self._idle.set()
         health.unhealthy_after = config.archive.unhealthy_after
 
     def passed(self) -> None:
@@ -59,7 +67,7 @@ class PushLoop:
             await self._wake.wait()
             self._wake = anyio.Event()
             try:
-                tally = await anyio.to_thread.run_sync(self._push, abandon_on_cancel=True)
+                tally = await self._push_stopping_on_cancel()
             except PushBusy as err:
                 self.log.info("push_skipped", message=str(err))
                 continue
@@ -70,28 +78,48 @@ class PushLoop:
                 continue
             self._report(tally)
 
+    async def _push_stopping_on_cancel(self) -> PushTally:
+        """One push in a thread; the service stopping stops it and waits for it (a second
+        or two), so the process ends with every finished upload recorded."""
+        self._idle.clear()
+        try:
+            return await anyio.to_thread.run_sync(self._push, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            if self._pusher is not None:
+                self._pusher.stop("the service is stopping")
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._idle.wait, _STOP_WAIT)
+            raise
+
     def _push(self) -> PushTally:
-        url = self.config.archive.url
-        if self._bucket is None:  # one client for the service's life: it keeps connections
-            self._bucket = open_bucket(url, self.config.archive)
-        pusher = Pusher(
-            self.config.root,
-            self.store,
-            landed_admits(self.config, self.store),  # afresh: a waiting session may be judged
-            ArchiveUrl.parse(url),
-            self._bucket,
-            workers=self.config.archive.workers,
-        )
-        with push_lock(self.config.root):
-            return pusher.run()
+        try:
+            url = self.config.archive.url
+            if self._bucket is None:  # one client for the service's life: it keeps connections
+                self._bucket = open_bucket(url, self.config.archive)
+            self._pusher = Pusher(
+                self.config.root,
+                self.store,
+                landed_admits(self.config, self.store),  # afresh: a waiting session is judged
+                ArchiveUrl.parse(url),
+                self._bucket,
+                workers=self.config.archive.workers,
+                progress=self.metrics.archive,
+            )
+            with push_lock(self.config.root):
+                tally = self._pusher.run()
+            if tally.interrupted:
+                self.log.info("push_stopped", message=stop_line(tally), **tally.as_dict())
+            return tally
+        finally:
+            self._idle.set()
 
     def _report(self, tally: PushTally) -> None:
         self.metrics.archive.record(tally, time.time())
-        self.health.push_done(tally.as_dict(), failed=bool(tally.errors))
+        self.health.push_done(tally.as_dict(), failed=bool(tally.errors or tally.stopped))
         line = push_line(tally)
         if tally.files or tally.errors or not tally.complete:
             said = line.rsplit(" (", 1)[0]
             if tally.files or said != self._last_line:
-                log = self.log.warning if tally.errors or not tally.complete else self.log.info
+                log = self.log.info if tally.complete else self.log.warning
                 log("push", message=line, **tally.as_dict())
             self._last_line = said

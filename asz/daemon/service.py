@@ -34,6 +34,7 @@ from asz.daemon.http import HealthState, ListenError, StatusServer
 from asz.daemon.logs import configure_logging
 from asz.daemon.metrics import ServiceMetrics
 from asz.daemon.notify import Notifier
+from asz.daemon.otlp import ExportLoop, OtlpCacheMetrics, export_target
 from asz.daemon.pushes import PushLoop
 from asz.daemon.settle import BodyCheck, Kind, SettleQueue, SourcePaths, check_body
 from asz.daemon.watcher import Armed, EventKind, Rearmed, Target, Watcher, WatchEvent
@@ -81,6 +82,17 @@ class Service:
         self.lander = BodyLander(store)
         self.pushes = (
             PushLoop(config, store, self.metrics, self.health, log) if config.archive.url else None
+        )
+        target = export_target(config, log)
+        self.exports = (
+            ExportLoop(config, store, target, metrics=self.metrics, health=self.health, log=log)
+            if target
+            else None
+        )
+        self.otlp_metrics = (
+            OtlpCacheMetrics(target, config.otlp.metrics_interval)
+            if target is not None and target.metrics_url and config.otlp.metrics
+            else None
         )
         self.reports = ReportKeeper(
             store, price_table(config.prices), config.service.report_interval
@@ -139,12 +151,16 @@ class Service:
                         tasks.start_soon(self._feed)
                         if self.pushes is not None:
                             tasks.start_soon(self.pushes.run)
+                        if self.exports is not None:
+                            tasks.start_soon(self.exports.run)
                         await self.worker.run()
         finally:
             with anyio.CancelScope(shield=True):
                 self._announce_stop()
                 await anyio.to_thread.run_sync(self.watcher.stop)
                 await anyio.to_thread.run_sync(server.close)
+                if self.otlp_metrics is not None:
+                    await anyio.to_thread.run_sync(self.otlp_metrics.close)
         self.log.info("stopped")
         return EXIT_FAILED if refused else EXIT_OK
 
@@ -286,6 +302,8 @@ class Service:
         )
         for gained in self.reports.take_gained():
             self.metrics.add_cache_counts(gained)
+            if self.otlp_metrics is not None:
+                self.otlp_metrics.add(gained)
         return counts
 
     def _look_for_sources(self) -> None:
@@ -325,6 +343,8 @@ class Service:
             self.health.pass_done(counts.as_dict(), result.finished_at)
             if self.pushes is not None:
                 self.pushes.passed()
+            if self.exports is not None:
+                self.exports.landed(counts.sessions)
             self._log_pass(result.reason, counts)
             status = f"last pass ({result.reason}): {pass_line(counts, timed=False)}"
         if self.health.ready:

@@ -39,7 +39,8 @@ def kept_cause(root: Path, session: str, message_id: str) -> dict[str, Any] | No
     if not root.is_dir():
         return None
     from asz.store import NotASession, StoreError, open_store
-    from asz.view.kept import kept_report, report_path
+    from asz.store.layout import report_path
+    from asz.view.kept import kept_report
 
     try:
         store = open_store(root)

@@ -39,6 +39,7 @@ files are rebuilt from the landed files whenever they are missing or do not matc
 from asz.bodykeys import BodyKeys
 from asz.store.backend import Backend, Entry, LocalBackend, TempFile
 from asz.store.bodyparts import BodyParts
+from asz.store.derived import DerivedFile, Kept
 from asz.store.errors import (
     AmbiguousId,
     BodyNotFound,
@@ -71,7 +72,7 @@ from asz.store.streams import (
     TranscriptLine,
 )
 from asz.store.summary import SessionSummary
-from asz.store.verify import VerifyReport
+from asz.store.verify import VerifyReport, check_derived
 from asz.store.writer import Batch, Landed, ReadBackError, SessionWriter
 
 __all__ = [
@@ -92,9 +93,11 @@ __all__ = [
     "CallFact",
     "CodecError",
     "DamagedTranscript",
+    "DerivedFile",
     "Entry",
     "Fresh",
     "IndexLine",
+    "Kept",
     "Landed",
     "LandedFile",
     "LandedFileError",
@@ -118,6 +121,7 @@ __all__ = [
     "TranscriptNotFound",
     "UnknownSession",
     "VerifyReport",
+    "check_derived",
     "open_store",
     "unique_prefixes",
 ]

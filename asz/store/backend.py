@@ -4,8 +4,8 @@ Everything that reads or writes landed files goes through :class:`Backend`, with
 relative to the root (``asz.store.layout``), so that a root held elsewhere (a bucket) is one
 new implementation of these few calls: list, read, read a range, write a temporary file that
 can only be created, publish temporaries under their final names without replacing anything,
-remove a temporary, and replace a file of derived state whole (and two looks: whether a
-file is there, and its size).
+remove a temporary, and replace a file of derived state whole (and three looks: whether a
+file is there, its size, and its stamp).
 """
 
 from __future__ import annotations
@@ -77,6 +77,13 @@ class Backend(Protocol):
 
     def size(self, path: str) -> int:
         """The length of the file at ``path``; OSError when there is none."""
+        ...
+
+    def stamp(self, path: str) -> str:
+        """What tells the file at ``path`` apart from any other version of it without reading
+        it (on a disk: its size, times and inode; in a bucket: its size and ETag); OSError when
+        there is none. A landed file never changes once published, so a stamp that changed is
+        a file rewritten, and what was derived from it is made again (``asz.store.derived``)."""
         ...
 
     def write_temp(self, path: str, data: bytes) -> TempFile:
@@ -160,6 +167,11 @@ class LocalBackend:
 
     def size(self, path: str) -> int:
         return os.lstat(self._at(path)).st_size
+
+    def stamp(self, path: str) -> str:
+        # The ctime and inode move with any rewrite, even one that puts the mtime back.
+        info = os.lstat(self._at(path))
+        return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_ino}"
 
     def write_temp(self, path: str, data: bytes) -> LocalTemp:
         return write_temp(self._at(path), data, path)

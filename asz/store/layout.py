@@ -20,6 +20,12 @@ KINDS = (BODY_KIND, INDEX_KIND, TRANSCRIPT_KIND)
 TRANSCRIPTS_DIR = "transcripts"
 STREAM_PREFIX = "s-"
 SEQ_FILE = "seq"
+SUMMARY_FILE = "summary.json"
+REPORT_FILE = "cache.json"
+MANIFESTS_FILE = "manifests.json"
+FACTS_FILE = "facts.json"
+CURSOR_FILE = "cursor.json"
+"""The derived files of a session (``asz.store.derived``); a cursor is one per stream."""
 STATE_DIR = "_state"
 LOCK_FILE = "_lock"
 _LANDED_NAME = re.compile(r"^([a-z_]+)-(\d{8,})\.asz$")
@@ -73,6 +79,22 @@ def stream_dir(session: str, relpath: str) -> str:
 
 def seq_file(session: str) -> str:
     return f"{session_dir(session)}/{SEQ_FILE}"
+
+
+def summary_path(session: str) -> str:
+    return f"{session_dir(session)}/{SUMMARY_FILE}"
+
+
+def report_path(session: str) -> str:
+    return f"{session_dir(session)}/{REPORT_FILE}"
+
+
+def manifests_path(session: str) -> str:
+    return f"{session_dir(session)}/{MANIFESTS_FILE}"
+
+
+def facts_path(session: str) -> str:
+    return f"{transcripts_dir(session)}/{FACTS_FILE}"
 
 
 def landed_name(kind: str, seq: int) -> str:

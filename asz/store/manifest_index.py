@@ -6,13 +6,14 @@ body's manifest: its id, role, keys, size and digest. Those sit in the record li
 session's body files, between payloads that are nearly all of their bytes, so reading them
 from there means decompressing, parsing and hashing every body file: on a long session, a
 quarter of what building its cache report costs. So they are kept in
-``<session>/manifests.json``, per landed file, with the size of the file they were read from.
-Landed files never change once published: a file listed with its size is read from the index,
-and a file it lacks (landed since, or the index is missing, unreadable or of another size) is
-read from itself, and the index written again where the root may be written.
+``<session>/manifests.json``, per landed file, with the stamp of the file they were read from
+(``Backend.stamp``). Landed files never change once published: a file listed with its stamp is
+read from the index, and a file it lacks (landed since, rewritten, or the index is missing or
+not whole) is read from itself, and the index written again where the root may be written.
 
-The index is derived state like the summary: nothing in it is needed to rebuild a body, a
-reader that cannot use it reads the files, and ``asz verify`` never reads it.
+The index is derived state like the summary (``asz.store.derived``): nothing in it is needed
+to rebuild a body, a reader that cannot use it reads the files, and ``asz verify`` checks it
+against what the files give.
 """
 
 from __future__ import annotations
@@ -20,16 +21,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from asz.store.cached import count, text
-from asz.store.layout import session_dir
+from asz.store.derived import DerivedFile
+from asz.store.layout import manifests_path
 from asz.store.manifest import referenced_pieces
 
-INDEX_FILE = "manifests.json"
-_SCHEMA = 1
-_MAX_INDEX = 1 << 30
-_FIELDS = ("id", "role", "size", "sha256", "src", "keys")
+MANIFESTS = DerivedFile(manifests_path, schema=2, limit=1 << 30)
+"""Its mark is of the body files; a reader takes it file by file, each entry holding while its
+file has the stamp the entry names."""
+_FIELDS = ("id", "role", "size", "sha256", "src", "keys", "why")
 """What of a record's manifest the index keeps: what ``Session.manifests`` reads."""
 REFS = "refs"
 
@@ -38,8 +38,8 @@ REFS = "refs"
 class IndexedFile:
     """What one landed body file holds, as its records' manifests tell it."""
 
-    size: int
-    """The file's size when it was read; the entry holds only while the file has it."""
+    stamp: str
+    """The file's stamp when it was read; the entry holds only while the file has it."""
     records: list[tuple[int, dict[str, Any]]]
     """``(row, manifest)`` of each record, the manifest cut to what a reader of manifests
     needs (no blob lengths or segments) and, for a response that names pieces held by other
@@ -49,9 +49,9 @@ class IndexedFile:
 
     @classmethod
     def of(
-        cls, size: int, records: list[tuple[int, dict[str, Any]]], problems: list[tuple[int, str]]
+        cls, stamp: str, records: list[tuple[int, dict[str, Any]]], problems: list[tuple[int, str]]
     ) -> IndexedFile:
-        return cls(size, [(row, _cut(meta)) for row, meta in records], problems)
+        return cls(stamp, [(row, _cut(meta)) for row, meta in records], problems)
 
 
 def _cut(meta: dict[str, Any]) -> dict[str, Any]:
@@ -71,40 +71,24 @@ def pieces_named(meta: dict[str, Any]) -> list[str]:
     return []
 
 
-def index_path(session: str) -> str:
-    """Where the session's manifest index is, relative to the root."""
-    return f"{session_dir(session)}/{INDEX_FILE}"
-
-
-def encode_index(session: str, files: dict[str, IndexedFile]) -> bytes:
+def encode_index(files: dict[str, IndexedFile]) -> dict[str, Any]:
     """The index of ``files`` (by landed file name) as it is kept."""
-    return orjson.dumps(
-        {
-            "schema": _SCHEMA,
-            "session": session,
-            "files": {
-                name: [entry.size, entry.records, entry.problems] for name, entry in files.items()
-            },
-        }
-    )
+    return {name: [entry.stamp, entry.records, entry.problems] for name, entry in files.items()}
 
 
-def decode_index(session: str, data: bytes) -> dict[str, IndexedFile]:
-    """The files an index holds, by name; empty when the bytes are not a usable index (each
-    file is then read from itself)."""
+def decode_index(value: Any) -> dict[str, IndexedFile]:
+    """The files an index holds, by name; empty when it is not a usable index (each file is
+    then read from itself)."""
     try:
-        value = orjson.loads(data)
-        if value.get("schema") != _SCHEMA or value.get("session") != session:
-            return {}
         return {
             name: IndexedFile(
-                size=count(size),
+                stamp=text(stamp),
                 records=[(count(row), _object(meta)) for row, meta in records],
                 problems=[(count(row), text(why)) for row, why in problems],
             )
-            for name, (size, records, problems) in value["files"].items()
+            for name, (stamp, records, problems) in value.items()
         }
-    except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
+    except (AttributeError, KeyError, TypeError, ValueError):
         return {}
 
 

@@ -7,9 +7,7 @@ checked in one way, and a damaged one is skipped the same way everywhere: it bec
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import hashlib
 import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -21,6 +19,7 @@ from asz.bodykeys import BodyKeys
 from asz.progress import Progress, Silent
 from asz.store.bodyparts import BodyParts
 from asz.store.bodyreader import BodyReader
+from asz.store.derived import Kept, landed_mark, mark_of, stamp_of
 from asz.store.errors import (
     BodyNotFound,
     DamagedTranscript,
@@ -37,15 +36,16 @@ from asz.store.layout import (
     bodies_dir,
     index_dir,
     parse_landed,
+    session_dir,
     stream_key,
     transcripts_dir,
 )
 from asz.store.manifest import ROLES
 from asz.store.manifest_index import (
+    MANIFESTS,
     IndexedFile,
     decode_index,
     encode_index,
-    index_path,
     pieces_named,
 )
 from asz.store.resolve import bodies_starting, body_text, only
@@ -59,6 +59,7 @@ from asz.store.streams import (
     windows_of,
 )
 from asz.store.summary import SessionSummary, summarize
+from asz.store.writer import read_seq_file
 
 if TYPE_CHECKING:
     from asz.store.store import Store
@@ -77,6 +78,9 @@ class BodyManifest:
     file: str
     seq: int
     row: int
+    why: str | None = None
+    """Why the body landed whole, when it did: what Claude Code wrote is not a JSON object in
+    valid UTF-8 (or was not cut for another reason its manifest gives)."""
 
     @property
     def ref(self) -> dict[str, Any]:
@@ -94,15 +98,21 @@ class IndexLine:
 class Session:
     """A landed session of a store (see the module)."""
 
-    def __init__(self, store: Store, session_id: str) -> None:
+    def __init__(self, store: Store, session_id: str, *, trusts_derived: bool = True) -> None:
         self.store = store
         self.id = session_id
+        self.trusts_derived = trusts_derived
+        """Whether derived files that hold are taken; without, everything is made again from
+        the landed files (and kept), as ``asz verify`` does to check what was kept."""
+        self.made: dict[str, Kept] = {}
+        """Derived files this session made, by path, and what they hold."""
         self.problems: list[Problem] = []
         self.progress: Progress = Silent()
         """Told of every landed file read (a verify shows it on a terminal)."""
         self._manifests: dict[str, BodyManifest] | None = None
         self._response_pieces: set[str] = set()
         self._bodies: BodyReader | None = None
+        self._sequence_checked = False
 
     # -- landed files ----------------------------------------------------------------------
 
@@ -120,7 +130,55 @@ class Session:
         return [f"{base}/{name}" for name in names]
 
     def landed(self, kind: str | None = None) -> list[LandedName]:
-        """The session's landed files of ``kind`` (every kind when None), in sequence order."""
+        """The session's landed files of ``kind`` (every kind when None), in sequence order.
+        The first listing of a session also checks its sequence (:meth:`gaps`), so that every
+        reader says the session is incomplete rather than show it as a shorter whole."""
+        found = self._listed(kind)
+        if not self._sequence_checked:
+            self._sequence_checked = True
+            self.problems += self.gaps(found if kind is None else None)
+        return found
+
+    def gaps(self, listed: list[LandedName] | None = None) -> list[Problem]:
+        """A problem when numbers of the session's sequence have no landed file.
+
+        Every landed file of a session, of any kind, takes the next number of one sequence,
+        and a number is used only by a file that landed (``asz.store.writer``); so the files
+        are numbered 1 to n without a gap, n being at least what the ``seq`` file remembers.
+        A number without its file is a landed file gone (removed, or not yet copied into a
+        bucket a push is filling), unless the file after the gap says it was landed past
+        files lost (``lost`` in its header). A landing under way publishes its files in order
+        but may be listed half way through, so a gap is listed once more before it is said.
+        """
+        highest = read_seq_file(self.store.backend, self.id)
+        every = self._listed(None) if listed is None else listed
+        if not _missing(every, highest):
+            return []
+        every = self._listed(None)
+        missing = [span for span in _missing(every, highest) if not self._landed_past(every, span)]
+        if not missing:
+            return []
+        top = max(highest, every[-1].seq if every else 0)
+        where = self.store.backend.describe(session_dir(self.id))
+        spans = ", ".join(str(a) if a == b else f"{a} to {b}" for a, b in missing)
+        count = sum(b - a + 1 for a, b in missing)
+        said = "a landed file" if count == 1 else f"{count} landed files"
+        why = f"misses {said} of its sequence 1 to {top} (number {spans})"
+        return [Problem(self.id, where, None, f"{why}: the session is incomplete")]
+
+    def _landed_past(self, landed: list[LandedName], span: tuple[int, int]) -> bool:
+        """Whether the file after the missing numbers ``span`` says the collector landed past
+        them, knowing them lost."""
+        after = next((name for name in landed if name.seq > span[1]), None)
+        if after is None:
+            return False
+        for _name, found in self.files([after], problems=[]):
+            lost = found.header.get("lost")
+            if isinstance(lost, list) and len(lost) == 2 and all(type(n) is int for n in lost):
+                return bool(lost[0] <= span[0] and span[1] <= lost[1])
+        return False
+
+    def _listed(self, kind: str | None) -> list[LandedName]:
         found: list[LandedName] = []
         if kind in (None, BODY_KIND):
             found += self.landed_in(bodies_dir(self.id))
@@ -131,21 +189,14 @@ class Session:
                 found += self.landed_in(directory)
         return sorted(name for name in found if kind is None or name.kind == kind)
 
-    def landed_mark(self) -> str:
-        """What the session's landed files are: their count and a digest of every path and
-        size in sequence order. Landed files never change once published, so a result derived
-        from them holds while the mark is the same (the summary and the kept cache report);
-        the sizes make a file damaged in place (cut short, say) read again, and its problem
-        said, rather than hidden behind what was derived before."""
-        landed = self.landed()
-        digest = hashlib.sha256()
-        for name in landed:
-            try:
-                size = self.store.backend.size(name.path)
-            except OSError:  # gone since it was listed: the mark is of no state that lasts
-                size = -1
-            digest.update(f"{name.path} {size}\n".encode())
-        return f"{len(landed)}:{digest.hexdigest()}"
+    def landed_mark(self, names: Iterable[LandedName] | None = None) -> str:
+        """What the session's landed files (those of ``names``, when given) are: their count
+        and a digest of every path and stamp in sequence order. Landed files never change once
+        published, so a result derived from them holds while the mark is the same; a file
+        rewritten in any way (cut short, or changed in place at the same size) changes its
+        stamp, so it is read again and its problem said, rather than hidden behind what was
+        derived before (``asz.store.derived``)."""
+        return landed_mark(self.store.backend, self.landed() if names is None else names)
 
     def landed_bytes(self, kind: str | None = None) -> int:
         """The bytes on disk of the session's landed files of ``kind`` (every kind when None)."""
@@ -188,13 +239,13 @@ class Session:
         if self._manifests is None:
             self._manifests = {}
             backend = self.store.backend
-            try:
-                kept = decode_index(self.id, backend.read(index_path(self.id), MAX_CONTENT_BYTES))
-            except OSError:
-                kept = {}
+            found = MANIFESTS.read(self) if self.trusts_derived else None
+            kept = {} if found is None else decode_index(found.value)
             files: dict[str, IndexedFile] = {}
-            for name in self.landed(BODY_KIND):
-                entry = self._indexed(name, kept.get(name.name))
+            names = self.landed(BODY_KIND)
+            stamps = [stamp_of(backend, name.path) for name in names]
+            for name, stamp in zip(names, stamps, strict=True):
+                entry = self._indexed(name, stamp, kept.get(name.name))
                 if entry is None:
                     continue
                 files[name.name] = entry
@@ -205,9 +256,8 @@ class Session:
                     self._take_manifest(name, row, meta)
                     self._response_pieces.update(pieces_named(meta))
             if files != kept:
-                # A reader may not be able to write (a read-only root); the manifests hold.
-                with contextlib.suppress(OSError):
-                    backend.replace_derived(index_path(self.id), encode_index(self.id, files))
+                mark = mark_of(zip((name.path for name in names), stamps, strict=True))
+                MANIFESTS.keep(self, mark, encode_index(files))
         return self._manifests
 
     def response_pieces(self) -> set[str]:
@@ -216,14 +266,16 @@ class Session:
         self.manifests()
         return self._response_pieces
 
-    def _indexed(self, name: LandedName, kept: IndexedFile | None) -> IndexedFile | None:
-        """What a body file holds: from the index while the file has the size it had, else
+    def _indexed(
+        self, name: LandedName, stamp: str, kept: IndexedFile | None
+    ) -> IndexedFile | None:
+        """What a body file holds: from the index while the file has the stamp it had, else
         read from the file; None (and a problem) when it does not read."""
-        try:
-            size = self.store.backend.size(name.path)
-        except OSError:
-            size = -1
-        if kept is not None and kept.size == size and all(_is_manifest(m) for _, m in kept.records):
+        if (
+            kept is not None
+            and kept.stamp == stamp
+            and all(_is_manifest(m) for _, m in kept.records)
+        ):
             return kept
         try:
             landed = self.read(name)
@@ -236,7 +288,7 @@ class Session:
                 records.append((record.row, record.meta))
             else:
                 problems.append((record.row, "not a provider body manifest"))
-        return IndexedFile.of(size, records, problems)
+        return IndexedFile.of(stamp, records, problems)
 
     def _take_manifest(self, name: LandedName, row: int, meta: dict[str, Any]) -> None:
         assert self._manifests is not None
@@ -253,6 +305,7 @@ class Session:
             file=name.name,
             seq=name.seq,
             row=row,
+            why=meta["why"] if isinstance(meta.get("why"), str) else None,
         )
 
     def body_file(self, manifest: BodyManifest) -> LandedName:
@@ -402,6 +455,19 @@ class Session:
             if isinstance(value, dict):
                 entries.append(value)
         return entries
+
+
+def _missing(landed: list[LandedName], highest: int) -> list[tuple[int, int]]:
+    """The spans ``(first, last)`` of numbers from 1 to the highest (landed, or ``highest``)
+    that no landed file has."""
+    seqs = sorted({name.seq for name in landed})
+    spans = []
+    expected = 1
+    for seq in [*seqs, max(highest, seqs[-1] if seqs else 0) + 1]:
+        if seq > expected:
+            spans.append((expected, seq - 1))
+        expected = max(expected, seq + 1)
+    return spans
 
 
 def _is_manifest(meta: dict[str, Any]) -> bool:

@@ -5,11 +5,12 @@ Claiming a response needs to know which message ids a session's transcripts hold
 session filter needs the directories and cwds its transcripts name even after Claude Code
 pruned them, and a listing of sessions needs when each was active, with which models, and how
 many lines landed, without reading every transcript again. Everything here is rebuilt from
-the landed files alone; a cache file (``<session>/transcripts/facts.json``) keeps the result
-together with the highest sequence number it covers (its watermark) and the number of landed
-transcript files at or below it. Landing feeds each new window straight in; a reader whose
-cache is missing, behind or does not match the files reads only the files it lacks, or starts
-over.
+the landed files alone; a derived file (``<session>/transcripts/facts.json``,
+``asz.store.derived``) keeps the result together with the highest sequence number it covers
+(its watermark) and the mark of the landed transcript files at or below it. Landing feeds each
+new window straight in; a reader whose file is missing or behind reads only the files it
+lacks, and one whose covered files are not the ones it was made from (one rewritten, say)
+starts over.
 
 Windows are read in landing order and each byte of a source counts once, so a window landed
 twice (a crash between landing and moving the cursor) changes nothing.
@@ -26,16 +27,16 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from asz.store.cached import optional_text
-from asz.store.layout import TRANSCRIPT_KIND, transcripts_dir
+from asz.store.derived import DerivedFile
+from asz.store.layout import TRANSCRIPT_KIND, facts_path
 from asz.store.streams import MAIN_STREAM, LandedWindow, StreamReader
 
 if TYPE_CHECKING:
+    from asz.store.layout import LandedName
     from asz.store.session import Session
 
-FACTS_FILE = "facts.json"
+FACTS = DerivedFile(facts_path, schema=3, limit=1 << 30)
 SYNTHETIC_MODEL = "<synthetic>"
-_SCHEMA = 2
-_MAX_CACHE = 1 << 30
 _ASSISTANT = b'"assistant"'
 _PROMPT_ID = b'"promptId"'
 _CWD_KEY = b'"cwd"'
@@ -228,39 +229,33 @@ class FactsBuilder:
                 message_id, request if isinstance(request, str) else None, stream, state.prompt
             )
 
-    def to_bytes(self) -> bytes:
+    def to_value(self) -> dict[str, Any]:
         facts = self.facts
-        return orjson.dumps(
-            {
-                "schema": _SCHEMA,
-                "session": facts.session,
-                "watermark": self.watermark,
-                "files": self.files,
-                "primary_dir": facts.primary_dir,
-                "project_dirs": sorted(facts.project_dirs),
-                "cwds": sorted(facts.cwds),
-                "first_cwd": facts.first_cwd,
-                "models": sorted(facts.models),
-                "activity": [facts.first_activity, facts.last_activity],
-                "lines": facts.lines,
-                "calls": {
-                    key: [call.request_id, call.stream, call.prompt_id]
-                    for key, call in facts.calls.items()
-                },
-                "sources": {
-                    source: [state.reader.end, state.reader.line, state.prompt]
-                    for source, state in self._sources.items()
-                },
-            }
-        )
+        return {
+            "watermark": self.watermark,
+            "files": self.files,
+            "primary_dir": facts.primary_dir,
+            "project_dirs": sorted(facts.project_dirs),
+            "cwds": sorted(facts.cwds),
+            "first_cwd": facts.first_cwd,
+            "models": sorted(facts.models),
+            "activity": [facts.first_activity, facts.last_activity],
+            "lines": facts.lines,
+            "calls": {
+                key: [call.request_id, call.stream, call.prompt_id]
+                for key, call in facts.calls.items()
+            },
+            "sources": {
+                source: [state.reader.end, state.reader.line, state.prompt]
+                for source, state in self._sources.items()
+            },
+        }
 
     @classmethod
-    def from_bytes(cls, session: str, data: bytes) -> FactsBuilder | None:
-        """A builder restored from its cache bytes, or None when they are not a usable cache."""
+    def from_value(cls, session: str, value: Any) -> FactsBuilder | None:
+        """A builder restored from what its derived file kept, or None when that is not
+        usable."""
         try:
-            value = orjson.loads(data)
-            if value.get("schema") != _SCHEMA or value.get("session") != session:
-                return None
             builder = cls(session)
             builder.watermark = int(value["watermark"])
             builder.files = int(value["files"])
@@ -282,7 +277,7 @@ class FactsBuilder:
             for source, (end, line, prompt) in value["sources"].items():
                 reader = StreamReader.resumed(int(end), int(line))
                 builder._sources[source] = _SourceState(reader, prompt)
-        except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
+        except (AttributeError, KeyError, TypeError, ValueError):
             return None
         return builder
 
@@ -293,29 +288,18 @@ def _find(data: bytes, word: bytes, start: int, size: int) -> int:
     return size if found < 0 else found
 
 
-def facts_path(session: str) -> str:
-    """Where the session's facts cache is, relative to the root."""
-    return f"{transcripts_dir(session)}/{FACTS_FILE}"
-
-
 def open_facts(session: Session) -> FactsBuilder:
     """A session's facts caught up with every landed transcript file.
 
-    Reads the cache, then only the files above its watermark; starts over when the cache is
-    missing or the files at or below its watermark are not the ones it counted.
+    Reads the derived file, then only the files above its watermark; starts over when it is
+    missing or not whole, or the files at or below its watermark are not the ones it was made
+    from.
     """
-    backend = session.store.backend
     landed = session.landed(TRANSCRIPT_KIND)
-    try:
-        builder = FactsBuilder.from_bytes(
-            session.id, backend.read(facts_path(session.id), _MAX_CACHE)
-        )
-    except OSError:
+    kept = FACTS.read(session) if session.trusts_derived else None
+    builder = None if kept is None else FactsBuilder.from_value(session.id, kept.value)
+    if kept and builder and kept.mark != session.landed_mark(_covered(landed, builder)):
         builder = None
-    if builder is not None:
-        covered = sum(1 for item in landed if item.seq <= builder.watermark)
-        if covered != builder.files:
-            builder = None
     if builder is None:
         builder = FactsBuilder(session.id)
         builder.changed = True
@@ -328,10 +312,16 @@ def open_facts(session: Session) -> FactsBuilder:
     return builder
 
 
+def _covered(landed: list[LandedName], builder: FactsBuilder) -> list[LandedName]:
+    """The landed transcript files the builder has taken in: those up to its watermark."""
+    return [item for item in landed if item.seq <= builder.watermark]
+
+
 def save_facts(session: Session, builder: FactsBuilder) -> None:
-    """Writes the cache; only where the session already has landed transcripts."""
+    """Writes the derived file; only where the session already has landed transcripts."""
     if session.stream_dirs():
-        session.store.backend.replace_derived(facts_path(session.id), builder.to_bytes())
+        landed = session.landed(TRANSCRIPT_KIND)
+        FACTS.write(session, session.landed_mark(_covered(landed, builder)), builder.to_value())
 
 
 def load_facts(session: Session) -> SessionFacts:

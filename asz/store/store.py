@@ -95,13 +95,13 @@ class Store:
         a killed collector never published)."""
         return self.backend.exists(f"{session_dir(session_id)}/{SEQ_FILE}")
 
-    def next_seq(self, session_id: str) -> int:
-        """The number the session's next landed file takes: above every landed file, and
-        above the number its ``seq`` file remembers (so removing the newest file cannot make
-        a number be used twice)."""
+    def numbered(self, session_id: str) -> tuple[int, int]:
+        """The highest number of the session's landed files, and the highest its ``seq``
+        file remembers: the session's next landed file takes the number above both (so
+        removing the newest file cannot make a number be used twice), and a remembered number
+        above every landed file is a file lost (``SessionWriter`` says so in the next)."""
         landed = self.open_session(session_id).landed()
-        highest = landed[-1].seq if landed else 0
-        return max(highest, read_seq_file(self.backend, session_id)) + 1
+        return (landed[-1].seq if landed else 0), read_seq_file(self.backend, session_id)
 
     def batch(self, defer: DirSyncs | None = None) -> Batch:
         return Batch(self.backend, defer)
@@ -114,7 +114,7 @@ class Store:
             session_id,
             batch,
             compression=self.compression,
-            next_seq=lambda: self.next_seq(session_id),
+            numbered=lambda: self.numbered(session_id),
         )
 
 

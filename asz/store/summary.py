@@ -5,31 +5,28 @@ landed file of every session each time. The transcript part comes from the sessi
 (kept up to date window by window, ``asz.store.session_facts``); the body part needs the
 manifests, which means reading every body file. So a summary is kept in a derived cache
 (``<session>/summary.json``) together with a digest of the names of the landed files it was
-made from: landed files are never changed after they are published, so while the names are
-the same the summary is, and listing a session costs a listing of its directories. When the
-names differ the summary is made again from the files (one session at a time: the ones that
-landed something since). A summary made while a file did not read is not kept, so the next
-listing meets the problem again instead of hiding it.
+made from (``asz.store.derived``): landed files are never changed after they are published, so
+while they are the same the summary is, and listing a session costs a listing of its
+directories and a stamp of each file. When they differ the summary is made again from the
+files (one session at a time: the ones that landed something, or were damaged, since). A
+summary made while a file did not read is not kept, so the next listing meets the problem
+again instead of hiding it.
 """
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from asz.store.cached import count, optional_text, text
-from asz.store.layout import session_dir
+from asz.store.derived import DerivedFile
+from asz.store.layout import summary_path
 
 if TYPE_CHECKING:
     from asz.store.layout import LandedName
     from asz.store.session import Session
 
-SUMMARY_FILE = "summary.json"
-_SCHEMA = 1
-_MAX_CACHE = 1 << 20
+SUMMARY = DerivedFile(summary_path, schema=2, limit=1 << 20)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,36 +81,25 @@ class SessionSummary:
         return summary
 
 
-def summary_path(session: str) -> str:
-    """Where the session's summary cache is, relative to the root."""
-    return f"{session_dir(session)}/{SUMMARY_FILE}"
-
-
 def summarize(session: Session) -> SessionSummary:
     """The session's summary, from its cache while the landed files are the ones it was made
     from, else made from the files and kept (where the root can be written)."""
     landed = session.landed()
-    mark = session.landed_mark()
-    cached = _cached(session, mark)
+    mark = session.landed_mark(landed)
+    cached = _cached(session, mark) if session.trusts_derived else None
     if cached is not None:
         return cached
     problems = len(session.problems)
     made = _make(session, landed)
     if len(session.problems) == problems and landed:
-        cache = {"schema": _SCHEMA, "landed": mark, "summary": made.as_dict()}
-        # A reader may not be able to write (a read-only root); the summary holds regardless.
-        with contextlib.suppress(OSError):
-            session.store.backend.replace_derived(summary_path(session.id), orjson.dumps(cache))
+        SUMMARY.keep(session, mark, made.as_dict())
     return made
 
 
 def _cached(session: Session, mark: str) -> SessionSummary | None:
     try:
-        value = orjson.loads(session.store.backend.read(summary_path(session.id), _MAX_CACHE))
-        if value["schema"] != _SCHEMA or value["landed"] != mark:
-            return None
-        summary = SessionSummary.from_dict(value["summary"])
-    except (OSError, orjson.JSONDecodeError, TypeError, KeyError):
+        summary = SessionSummary.from_dict(SUMMARY.held(session, mark))
+    except (TypeError, KeyError):
         return None
     return summary if summary.id == session.id else None
 

@@ -7,7 +7,11 @@ Verification starts from nothing but the files. For each session:
 - transcript streams: every window's bytes match their digest and line count and end with a
   complete line (an empty window, which keeps an empty source, has none), an append-only
   source's windows follow each other (``asz.store.streams``), a snapshot starts at byte 0;
-- index files: every line has its offset and matches its digest, offsets only grow.
+- index files: every line has its offset and matches its digest, offsets only grow;
+- the sequence: no number is missing (``Session.gaps``);
+- derived files (the summary, the facts, the manifest index): each is made again from the
+  landed files alone, and one that was not whole, or held what the files do not give, is a
+  problem (and is replaced by what was made).
 
 Each problem names the file, the row and why; a damaged file does not stop the check of the
 others.
@@ -16,15 +20,21 @@ others.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from asz.store.bodyreader import BodyLoader
+from asz.store.derived import DerivedFile
 from asz.store.errors import Problem
 from asz.store.layout import INDEX_KIND, TRANSCRIPT_KIND, stream_key
+from asz.store.manifest_index import MANIFESTS
+from asz.store.session import Session
+from asz.store.session_facts import FACTS
+from asz.store.summary import SUMMARY
 
-if TYPE_CHECKING:
-    from asz.store.session import Session
+DERIVED = (SUMMARY, FACTS, MANIFESTS)
+"""The derived files the store makes of a session (the view keeps one more, its report)."""
 
 
 @dataclass(slots=True)
@@ -52,9 +62,37 @@ class VerifyReport:
 def verify_session(session: Session, report: VerifyReport) -> None:
     """Checks every landed file of one session into ``report``."""
     report.sessions += 1
+    report.problems += session.gaps()
     _check_bodies(session, report)
     _check_transcripts(session, report)
     _check_index(session, report)
+    check_derived(session, DERIVED, lambda fresh: fresh.summary(), report.problems)
+
+
+def check_derived(
+    session: Session,
+    derived: Sequence[DerivedFile],
+    make: Callable[[Session], object],
+    problems: list[Problem],
+) -> None:
+    """Makes the ``derived`` files of ``session`` again from its landed files alone (``make``
+    on a session that trusts none), and adds a problem for each that was there but not whole,
+    or whole but holding what the landed files do not give at the mark it names. What was
+    made replaces them where the root may be written."""
+    found = {file: file.opened(session) for file in derived}
+    fresh = Session(session.store, session.id, trusts_derived=False)
+    fresh.progress = session.progress
+    make(fresh)
+    for file, (kept, damage) in found.items():
+        path = file.path_of(session.id)
+        made = fresh.made.get(path)
+        if damage is None and (kept is None or made is None or made.mark != kept.mark):
+            continue
+        if damage is None and made is not None and kept is not None and made.value == kept.value:
+            continue
+        why = damage or "does not hold what the landed files give"
+        where = session.store.backend.describe(path)
+        session.problem(where, None, f"{why} (a derived file, made again)", problems)
 
 
 def _check_bodies(session: Session, report: VerifyReport) -> None:

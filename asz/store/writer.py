@@ -4,7 +4,11 @@ Every kind of landed file (bodies, transcript windows, index lines) lands throug
 :class:`SessionWriter`, so the steps are the same for each and written once:
 
 1. it takes the session's next sequence number, above every landed file and above the one
-   the session's ``seq`` file remembers, so a number is never used twice;
+   the session's ``seq`` file remembers, so a number is never used twice, and gives it back
+   when the file is not staged, so the numbers of a session's landed files have no gap. When
+   the ``seq`` file remembers numbers above every landed file (files a power cut lost before
+   their directory was flushed), its first file says so in its header (``lost``: the first
+   and last such number), so that readers know that gap for one the collector landed past;
 2. it frames the records (``asz.store.framing``) at the zstd level of their kind;
 3. it writes them under a temporary name, reads them back from where they were written, and
    checks that they are the bytes written and decompress to exactly what was framed (and
@@ -150,14 +154,16 @@ class SessionWriter:
         batch: Batch,
         *,
         compression: str,
-        next_seq: Callable[[], int],
+        numbered: Callable[[], tuple[int, int]],
     ) -> None:
         self.backend = backend
         self.session = session
         self.batch = batch
         self.compression = compression
-        self._first_seq = next_seq
+        self._numbered = numbered
         self._next: int | None = None
+        self._first = 0
+        self._lost: list[int] | None = None
         self._remembered = 0
         self._pending = False
         self.errors: list[str] = []
@@ -166,7 +172,10 @@ class SessionWriter:
     def next_seq(self) -> int:
         """Takes the session's next sequence number."""
         if self._next is None:
-            self._next = self._first_seq()
+            highest, remembered = self._numbered()
+            self._next = self._first = max(highest, remembered) + 1
+            if remembered > highest:
+                self._lost = [highest + 1, remembered]
         seq = self._next
         self._next += 1
         return seq
@@ -188,9 +197,10 @@ class SessionWriter:
         refuse it by raising; ``published`` runs once it is published.
         """
         seq = self.next_seq()
+        lost = {"lost": self._lost} if seq == self._first and self._lost else {}
         written = list(records)
         framed = frame(
-            {"kind": kind, "session": self.session, "seq": seq, **header},
+            {"kind": kind, "session": self.session, "seq": seq, **lost, **header},
             written,
             self.compression,
             LEVELS.get(kind, ZSTD_LEVEL),
@@ -214,7 +224,13 @@ class SessionWriter:
             if published is not None:
                 published()
 
-        self.batch.stage(path, framed.data, check=read_back, published=on_published)
+        try:
+            self.batch.stage(path, framed.data, check=read_back, published=on_published)
+        except BaseException:
+            # The number goes back: a file that never lands must not leave a gap in the
+            # session's sequence, which a reader takes for a landed file gone missing.
+            self._next = seq
+            raise
         if not self._pending:
             self._pending = True
             self.batch.then(self._remember)

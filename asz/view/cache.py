@@ -22,7 +22,7 @@ from asz.view.document import problems_of
 from asz.view.evidence import SOURCES, Named, agrees, strongest
 from asz.view.joins import JoinedSession, join_session
 from asz.view.named_causes import named_by_lines
-from asz.view.prices import DIGITS, PriceTable, cost_usd, price_table, waste_usd
+from asz.view.prices import DIGITS, PriceTable, cost_usd, price_table, waste_usd, writes
 from asz.view.spend import by_family
 from asz.view.usage import Expectation, Usage, expectations
 
@@ -39,16 +39,14 @@ class _Report:
         """What reading the bodies met, besides the session's own problems."""
         self.compared = compare_requests(self.joined, self.problems)
 
-    def usage(self, call: Call) -> tuple[dict[str, Any] | None, Any]:
-        """The call's ``usage``: the joined response's, else the transcript's; and the
-        response's own ``cache_miss_reason``."""
+    def usage(self, call: Call) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """The call's ``usage``: the joined response's, else the transcript's; and the joined
+        response's facts (its ``stop_reason`` and own ``cache_miss_reason``; empty without
+        one)."""
         response_id = self.joined.joins.response_of.get(call.message_id)
-        facts = self.compared.responses.get(response_id) if response_id else None
-        usage = (facts or {}).get("usage")
-        reported = (facts or {}).get("cache_miss_reason")
-        if reported is None:
-            reported = call.on_lines.get("verdict")
-        return (usage if usage is not None else call.usage), reported
+        facts = (self.compared.responses.get(response_id) if response_id else None) or {}
+        usage = facts.get("usage")
+        return (usage if usage is not None else call.usage), facts
 
     def rows(self, prices: PriceTable) -> list[dict[str, Any]]:
         """A row per non-synthetic call, in the view's order, then one per landed request
@@ -65,7 +63,7 @@ class _Report:
             request_id = joins.request_of.get(call.message_id)
             request = self.joined.bodies[request_id] if request_id else None
             comparison = self.compared.comparisons.get(request_id) if request_id else None
-            usage, reported = found[call.message_id]
+            usage, response = found[call.message_id]
             rows.append(
                 _row(
                     request,
@@ -74,7 +72,7 @@ class _Report:
                     if request
                     else None,
                     usage=usage,
-                    reported=reported,
+                    response=response,
                     expectation=expected.get(call.message_id, Expectation()),
                     prices=prices,
                     named=named.get(call.message_id, []),
@@ -97,7 +95,7 @@ def _row(
     *,
     comparison: dict[str, Any] | None,
     usage: dict[str, Any] | None = None,
-    reported: Any = None,
+    response: dict[str, Any] | None = None,
     expectation: Expectation,
     prices: PriceTable,
     named: list[Named] | None = None,
@@ -115,7 +113,10 @@ def _row(
         "input_tokens": counts.input if counts else None,
         "cache_read_input_tokens": counts.cache_read if counts else None,
         "cache_creation_input_tokens": counts.cache_creation if counts else None,
-        "reported_miss_reason": reported,
+        **_split(counts),
+        "output_tokens": counts.output if counts else None,
+        "stop_reason": (response or {}).get("stop_reason"),
+        "reported_miss_reason": _reported(response, call),
         "expected_read": expectation.expected_read,
         "rewritten_tokens": expectation.rewritten_tokens,
         "cost_usd": cost_usd(counts, price),
@@ -152,6 +153,22 @@ def _weighed(compared: dict[str, Any], named: list[Named], broke: bool) -> dict[
         "cause_from": best.source,
         "evidence": evidence,
     }
+
+
+def _reported(response: dict[str, Any] | None, call: Call | None) -> Any:
+    """The provider's ``cache_miss_reason``: the response's, else the ``type`` of the one on
+    the call's transcript line (as recent Claude Code writes it)."""
+    reported = (response or {}).get("cache_miss_reason")
+    if reported is None and call is not None:
+        reported = call.on_lines.get("verdict")
+    return reported
+
+
+def _split(counts: Usage | None) -> dict[str, int | None]:
+    """The cache writes by lifetime, as the cost counts them (all 5-minute ones where the
+    usage gives no split), so the figures beside a cost are the ones it was priced from."""
+    write_5m, write_1h = writes(counts) if counts else (None, None)
+    return {"cache_write_5m_input_tokens": write_5m, "cache_write_1h_input_tokens": write_1h}
 
 
 def cache_report(session: Session, prices: PriceTable | None = None) -> dict[str, Any]:

@@ -42,6 +42,8 @@ class Call:
     last_time: str | None = None
     fragments: int = 0
     tool_uses: list[str] = field(default_factory=list)
+    version: str | None = None
+    """The Claude Code ``version`` of its first line that names one."""
     usage: dict[str, Any] | None = None
     """``message.usage`` of the call's last line that carries one: a call's lines repeat it
     while the message streams, and the last is the final count."""
@@ -214,6 +216,7 @@ class _Reader:
         call.fragments += 1
         call.last_time = time or call.last_time
         call.request_id = call.request_id or _text(value.get("requestId"))
+        call.version = call.version or _text(value.get("version"))
         model = _text(message.get("model"))
         call.model = call.model or model
         call.synthetic = call.synthetic or model == SYNTHETIC_MODEL

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from asz.store import BodyManifest, Session
+from asz.store import BodyManifest
 from asz.view.calls import Call, Transcript
 from asz.view.evidence import (
     PROVIDER_INCONCLUSIVE,
@@ -189,17 +189,11 @@ def compacted_between(transcript: Transcript, before: Call, after: Call) -> bool
     )
 
 
-def unreadable_detail(session: Session, request: BodyManifest) -> str:
+def unreadable_detail(request: BodyManifest) -> str:
     """Why a request has no shape: the ``why`` its manifest carries when the body landed whole
     (not valid UTF-8, not JSON, not a JSON object, ...), else that it does not rebuild (a body
-    is cut only when it is a JSON object). Read from its landed file, which only such a
-    request costs."""
-    for _name, landed in session.files([session.body_file(request)], problems=[]):
-        for record in landed.records:
-            why = record.meta.get("why")
-            if record.row == request.row and isinstance(why, str):
-                return why
-    return "the request does not rebuild"
+    is cut only when it is a JSON object)."""
+    return request.why or "the request does not rebuild"
 
 
 def agrees_with_provider(cause: str | None, reported: object) -> bool:

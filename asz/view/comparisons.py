@@ -26,7 +26,7 @@ from asz.view.causes import (
     compare,
     unreadable_detail,
 )
-from asz.view.document import facts_of_response
+from asz.view.document import facts_of_response, not_an_object
 from asz.view.evidence import seconds_apart
 from asz.view.joins import JoinedSession
 from asz.view.shapes import Shape, ShapeReader
@@ -73,7 +73,8 @@ class _Walk:
         return joins.request_of.get(message_id) if message_id else None
 
     def run(self) -> Compared:
-        parts = self.joined.session.body_parts()
+        session = self.joined.session
+        parts = session.body_parts()
         reader = ShapeReader(parts)
         for record_id, role in parts.walk():
             if role == "response":
@@ -82,8 +83,8 @@ class _Walk:
             if record_id not in self.requests:
                 continue
             shape = reader.shape(record_id)
-            if shape is None:
-                self.problems.append(f"{record_id}: the body is not a JSON object")
+            if shape is None:  # its row says why
+                not_an_object(session, record_id, "the body is not a JSON object", self.problems)
             self.shapes[record_id] = shape
             self._compare_ready(record_id)
         for record_id in self.requests:
@@ -97,12 +98,13 @@ class _Walk:
         try:
             value = orjson.loads(body)
         except orjson.JSONDecodeError:
-            self.problems.append(f"{record_id}: the body is not JSON")
+            not_an_object(self.joined.session, record_id, "the body is not JSON", self.problems)
             return
         if isinstance(value, dict):
             self.responses[record_id] = facts_of_response(value)
         else:
-            self.problems.append(f"{record_id}: the body is not a JSON object")
+            why = "the body is not a JSON object"
+            not_an_object(self.joined.session, record_id, why, self.problems)
 
     def _compare_ready(self, record_id: str) -> None:
         """Compares the request just read, and those that waited for it, once both sides of
@@ -137,7 +139,7 @@ class _Walk:
         previous = self.shapes.get(previous_id) if previous_id else None
         also: list[str] = []
         if current is None:
-            cause, detail = UNREADABLE, unreadable_detail(self.joined.session, request)
+            cause, detail = UNREADABLE, unreadable_detail(request)
         elif not named:
             cause, detail = FIRST, "names no previous request"
         elif previous_id is None or previous is None:

@@ -45,10 +45,10 @@ class ParsedBodies:
         try:
             value = orjson.loads(data)
         except orjson.JSONDecodeError:
-            self.problems.append(f"{record_id}: the body is not JSON")
+            not_an_object(self.session, record_id, "the body is not JSON", self.problems)
             return None
         if not isinstance(value, dict):
-            self.problems.append(f"{record_id}: the body is not a JSON object")
+            not_an_object(self.session, record_id, "the body is not a JSON object", self.problems)
             return None
         return value
 
@@ -56,6 +56,13 @@ class ParsedBodies:
         """``usage``, ``stop_reason`` and ``cache_miss_reason`` of a response body."""
         value = self.parsed(record_id)
         return None if value is None else facts_of_response(value)
+
+
+def not_an_object(session: Session, record_id: str, why: str, problems: list[str]) -> None:
+    """Adds ``why`` to ``problems`` unless the body landed whole: its manifest then says why
+    (not valid UTF-8, not a JSON object...), and what Claude Code wrote is no damage."""
+    if session.manifest(record_id).why is None:
+        problems.append(f"{record_id}: {why}")
 
 
 def facts_of_response(value: dict[str, Any]) -> dict[str, Any]:
@@ -75,12 +82,16 @@ def problems_of(joined: JoinedSession, bodies: list[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def build_view(session: Session) -> dict[str, Any]:
-    """The view document of one session (see ``docs/view.md``)."""
+def build_view(session: Session, *, responses: bool = True) -> dict[str, Any]:
+    """The view document of one session (see ``docs/view.md``).
+
+    Without ``responses`` no body is read: the calls' ``usage`` and ``stop_reason`` are null,
+    for a reader that takes them from the session's cache report (which holds both), and so
+    costs what the transcripts and manifests hold."""
     joined = join_session(session)
-    responses = ParsedBodies(session)
+    parsed = ParsedBodies(session) if responses else None
     calls = [
-        _call(joined, call, n, responses)
+        _call(joined, call, n, parsed)
         for n, call in enumerate(joined.transcript.ordered_calls(), start=1)
     ]
     return {
@@ -101,7 +112,7 @@ def build_view(session: Session) -> dict[str, Any]:
             for epoch in joined.transcript.epochs
         ],
         "summary": _summary(joined, calls),
-        "problems": problems_of(joined, responses.problems),
+        "problems": problems_of(joined, parsed.problems if parsed else []),
     }
 
 
@@ -153,7 +164,9 @@ def _stream(joined: JoinedSession, stream: Stream) -> dict[str, Any]:
     }
 
 
-def _call(joined: JoinedSession, call: Call, n: int, responses: ParsedBodies) -> dict[str, Any]:
+def _call(
+    joined: JoinedSession, call: Call, n: int, responses: ParsedBodies | None
+) -> dict[str, Any]:
     joins = joined.joins
     bodies = []
     facts = None
@@ -162,7 +175,7 @@ def _call(joined: JoinedSession, call: Call, n: int, responses: ParsedBodies) ->
         if record_id is not None:
             body = joined.bodies[record_id]
             bodies.append({"role": role, "id": record_id, "ref": body.ref})
-            if role == "response":
+            if role == "response" and responses is not None:
                 facts = responses.response_facts(record_id)
     return {
         "n": n,
@@ -172,6 +185,7 @@ def _call(joined: JoinedSession, call: Call, n: int, responses: ParsedBodies) ->
         "prompt_id": call.prompt_id,
         "model": call.model,
         "synthetic": call.synthetic,
+        "version": call.version,
         "time": call.time,
         "last_time": call.last_time,
         "fragments": call.fragments,

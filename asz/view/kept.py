@@ -2,9 +2,10 @@
 
 Building a report reads every landed body of the session; ``asz cache`` over every session,
 and the web view, would do that for each session each time. So a report is kept in
-``<session>/cache.json`` with what it was made from: the mark of the session's landed files
-(``Session.landed_mark``; landed files never change once published) and the fingerprint of
-the price table. While both are the same the kept report is the report. The collector keeps
+``<session>/cache.json`` with what it was made from (``asz.store.derived``): the mark of the
+session's landed files (``Session.landed_mark``; landed files never change once published)
+and the fingerprint of the price table. While both are the same, and the file is whole, the
+kept report is the report. The collector keeps
 the reports of the sessions it lands after each pass, and a reader that finds one missing,
 behind or unreadable builds it again (and keeps it, where it may write). A report that met
 problems is not kept, so the next reader meets them again instead of a report hiding them.
@@ -12,25 +13,16 @@ problems is not kept, so the next reader meets them again instead of a report hi
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
-from asz.store import Session
-from asz.store.layout import session_dir
+from asz.store import DerivedFile, Problem, Session, check_derived
+from asz.store.layout import report_path
 from asz.view.cache import cache_report
 from asz.view.prices import PriceTable
 
-REPORT_FILE = "cache.json"
-_SCHEMA = 1
-_MAX_KEPT = 1 << 30
-
-
-def report_path(session: str) -> str:
-    """Where a session's kept report is, relative to the root."""
-    return f"{session_dir(session)}/{REPORT_FILE}"
+KEPT_REPORT = DerivedFile(report_path, schema=4, limit=1 << 30)
+"""Schema 3: rows carry ``output_tokens``, the cache writes by lifetime and ``stop_reason``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,37 +43,42 @@ def session_report(session: Session, prices: PriceTable, *, keep: bool = True) -
 def kept_report(session: Session) -> dict[str, Any] | None:
     """The report kept for the session, whatever it was made from, or None; never builds
     one (``asz statusline`` takes the causes from it and may not wait for a build)."""
-    value = _read_kept(session)
-    return value["report"] if value is not None else None
+    kept = KEPT_REPORT.read(session)
+    if kept is None or not _is_kept(kept.value, session):
+        return None
+    report: dict[str, Any] = kept.value["report"]
+    return report
 
 
 def reported(session: Session, prices: PriceTable, *, keep: bool = True) -> Reported:
     """The session's report and the one kept before it, the kept file read once."""
-    value = _read_kept(session)
+    kept = KEPT_REPORT.read(session) if session.trusts_derived else None
+    value = kept.value if kept is not None and _is_kept(kept.value, session) else None
     before = value["report"] if value is not None else None
-    mark = session.landed_mark()
-    if value is not None and (value.get("landed"), value.get("prices")) == (
-        mark,
-        prices.fingerprint(),
-    ):
+    mark = _mark(session, prices)
+    if value is not None and kept is not None and kept.mark == mark:
         return Reported(value["report"], before)
     report = cache_report(session, prices)
-    if keep and not report["problems"] and mark == session.landed_mark():
-        kept = {"schema": _SCHEMA, "landed": mark, "prices": prices.fingerprint(), "report": report}
-        # A reader may not be able to write (a read-only root); the report holds regardless.
-        with contextlib.suppress(OSError):
-            session.store.backend.replace_derived(report_path(session.id), orjson.dumps(kept))
+    if keep and not report["problems"] and mark == _mark(session, prices):
+        KEPT_REPORT.keep(session, mark, {"report": report})
     return Reported(report, before)
 
 
-def _read_kept(session: Session) -> dict[str, Any] | None:
-    try:
-        value = orjson.loads(session.store.backend.read(report_path(session.id), _MAX_KEPT))
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    if not isinstance(value, dict) or value.get("schema") != _SCHEMA:
-        return None
+def _mark(session: Session, prices: PriceTable) -> str:
+    """What a kept report holds for: the landed files, priced by this table."""
+    return f"{session.landed_mark()} {prices.fingerprint()}"
+
+
+def _is_kept(value: Any, session: Session) -> bool:
+    if not isinstance(value, dict):
+        return False
     report = value.get("report")
-    if not isinstance(report, dict) or report.get("session") != session.id:
-        return None
-    return value
+    return isinstance(report, dict) and report.get("session") == session.id
+
+
+def check_kept(session: Session, prices: PriceTable, problems: list[Problem]) -> None:
+    """``asz verify`` of the session's kept report, when it has one: made again from the
+    landed files, a problem when the kept one was not whole or does not hold what they give
+    (``asz.store.verify.check_derived``)."""
+    if session.store.backend.exists(report_path(session.id)):
+        check_derived(session, [KEPT_REPORT], lambda fresh: reported(fresh, prices), problems)

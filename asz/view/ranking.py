@@ -4,8 +4,9 @@ the same sums per project and per day.
 A person asking "where did the cache cost me" wants the worst session first, not a report to
 open per session, and then what kind of change cost the most. A session's figures are its
 report's ``totals`` unchanged, so the ranking and ``asz cache SESSION`` never disagree. A
-project's, a day's and a cause's are summed from the reports' call rows, each call on the UTC
-date of its ``time`` (a session running past midnight counts on both days) and under the
+project's, a day's and a cause's are summed from the reports' call rows, each call on the date
+of its ``time`` (in UTC, or the zone asked for; a session running past midnight counts on both
+days) and under the
 cause of its request (``no_request`` where none landed), so the groups add up to the sessions
 they hold. A request joined to no call (a side request: a session's title, a compaction
 summary) carries no usage, so it is in no group. See ``docs/view.md``.
@@ -15,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from asz.store import SessionSummary
 from asz.view.prices import DIGITS
 from asz.view.spend import NO_REQUEST
+from asz.zones import IN_UTC, Zone
 
 
 @dataclass(slots=True)
@@ -84,7 +85,9 @@ class Ranking:
     A report is read into a few numbers and let go, so a root of thousands of sessions is
     ranked in the memory of one report."""
 
-    def __init__(self) -> None:
+    def __init__(self, zone: Zone = IN_UTC) -> None:
+        self._zone = zone
+        """The zone whose dates the calls are summed per day on."""
         self._sessions: list[dict[str, Any]] = []
         self._projects: dict[str | None, _Tally] = {}
         self._days: dict[str | None, _Tally] = {}
@@ -123,7 +126,7 @@ class Ranking:
         project = self._projects.setdefault(summary.project, _Tally())
         project.sessions.add(summary.id)  # a session with no call is still the project's
         for row in calls:
-            day = self._days.setdefault(utc_day(row["time"]), _Tally())
+            day = self._days.setdefault(day_of(row["time"], self._zone), _Tally())
             cause = self._causes.setdefault(cause_of(row), _Tally())
             for tally in (project, day, cause, self._all):
                 tally.add(summary.id, row)
@@ -138,7 +141,8 @@ class Ranking:
         return _most_waste_first(found)
 
     def days(self) -> list[dict[str, Any]]:
-        """Per UTC date of the calls, newest first; calls with no time last (``null``)."""
+        """Per date of the calls (in the ranking's zone), newest first; calls with no time
+        last (``null``)."""
         found = [{"day": day, **tally.as_dict()} for day, tally in self._days.items()]
         found.sort(key=lambda entry: entry["day"] or "", reverse=True)
         return sorted(found, key=lambda entry: entry["day"] is None)
@@ -194,15 +198,8 @@ def _most_waste_first(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     )
 
 
-def utc_day(time: str | None) -> str | None:
-    """The UTC date (``2026-01-31``) of a time as Claude Code writes it; None without one.
-    A time with no zone is taken as UTC, as Claude Code writes every time in it."""
-    if time is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(time)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).date().isoformat()
+def day_of(time: str | None, zone: Zone) -> str | None:
+    """The date (``2026-01-31``) in ``zone`` of a time as Claude Code writes it (in UTC);
+    None without one."""
+    moment = zone.moment(time)
+    return None if moment is None else moment.date().isoformat()

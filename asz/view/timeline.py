@@ -3,7 +3,8 @@
 ``asz view`` prints this, and the document itself with ``--json``; everything here is read
 from the document (:func:`asz.view.build_view`), so the two never disagree. The calls of every
 stream are merged in time with the compactions, since that is the order they happened in, and
-each call lists the ids of its joined bodies on lines of their own.
+each call lists the ids of its joined bodies on lines of their own. Times are in UTC unless
+the caller names another zone (``asz view --local``), and the zone is said where they are.
 
 Lines fit the width given, with one exception: nothing is ever cut. An id is what a person
 copies into ``asz body``, and a path or a UUID cut in two pastes as two words, so text is
@@ -18,10 +19,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from asz.words import count
+from asz.zones import IN_UTC, Zone
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _INDENT = "  "
@@ -36,12 +38,13 @@ _TOKENS = (
 )
 
 
-def format_timeline(view: dict[str, Any], width: int) -> str:
-    """The whole view in lines no wider than ``width``, but for a piece that alone is wider."""
+def format_timeline(view: dict[str, Any], width: int, zone: Zone = IN_UTC) -> str:
+    """The whole view in lines no wider than ``width``, but for a piece that alone is wider;
+    its times in ``zone``."""
     sections = [
-        _session(view, width),
-        _streams(view, width),
-        _calls(view, width),
+        _session(view, width, zone),
+        _streams(view, width, zone),
+        _calls(view, width, zone),
         _unjoined(view, width),
         _problems(view, width),
     ]
@@ -51,7 +54,7 @@ def format_timeline(view: dict[str, Any], width: int) -> str:
 # -- the session --------------------------------------------------------------------------
 
 
-def _session(view: dict[str, Any], width: int) -> list[str]:
+def _session(view: dict[str, Any], width: int, zone: Zone) -> list[str]:
     session = view["session"]
     counts = session["counts"]
     summary = view["summary"]
@@ -80,7 +83,7 @@ def _session(view: dict[str, Any], width: int) -> list[str]:
     fields = [
         # A path is one piece, spaces and all, so that it is never broken over two lines.
         ("project", _listed([escaped(place) for place in places]) or ["unknown"]),
-        ("time", _pieces(_span(session["first_time"], session["last_time"]))),
+        ("time", _pieces(_span(session["first_time"], session["last_time"], zone))),
         ("models", _pieces(", ".join(escaped(model) for model in session["models"]) or "none")),
         ("calls", _pieces(calls)),
         ("landed", _pieces(landed)),
@@ -93,25 +96,25 @@ def _session(view: dict[str, Any], width: int) -> list[str]:
     return lines
 
 
-def _span(first: object, last: object) -> str:
-    start, end = _moment(first), _moment(last)
+def _span(first: object, last: object, zone: Zone) -> str:
+    start, end = zone.moment(first), zone.moment(last)
     if start is None or end is None:
         return "unknown"
     to = f"{end:%H:%M:%S}" if end.date() == start.date() else _stamp(end)
-    return f"{_stamp(start)} to {to} UTC ({_duration((end - start).total_seconds())})"
+    return f"{_stamp(start)} to {to} {zone.label} ({_duration((end - start).total_seconds())})"
 
 
 # -- streams ------------------------------------------------------------------------------
 
 
-def _streams(view: dict[str, Any], width: int) -> list[str]:
+def _streams(view: dict[str, Any], width: int, zone: Zone) -> list[str]:
     numbers = {call["message_id"]: call["n"] for call in view["calls"]}
     rows = [
         [
             escaped(stream["id"]),
             count(stream["calls"], "call"),
             count(stream["lines"], "line"),
-            _span_short(stream["first_time"], stream["last_time"]),
+            _span_short(stream["first_time"], stream["last_time"], zone),
         ]
         for stream in view["streams"]
     ]
@@ -137,8 +140,8 @@ def _streams(view: dict[str, Any], width: int) -> list[str]:
     return lines
 
 
-def _span_short(first: object, last: object) -> str:
-    start, end = _moment(first), _moment(last)
+def _span_short(first: object, last: object, zone: Zone) -> str:
+    start, end = zone.moment(first), zone.moment(last)
     if start is None or end is None:
         return ""
     return f"{start:%H:%M:%S} to {end:%H:%M:%S}"
@@ -202,11 +205,12 @@ def _head(layout: str, stop: bool) -> tuple[list[str], set[int]]:
     return _TITLES[:3], {0}
 
 
-def _calls(view: dict[str, Any], width: int) -> list[str]:
+def _calls(view: dict[str, Any], width: int, zone: Zone) -> list[str]:
     bodies = view["summary"]["bodies_landed"] > 0
-    items = [_call_item(call, order, bodies) for order, call in enumerate(view["calls"])]
+    items = [_call_item(call, order, bodies, zone) for order, call in enumerate(view["calls"])]
     start = len(items)
-    items += [_epoch_item(epoch, start + order) for order, epoch in enumerate(view["epochs"])]
+    epochs = enumerate(view["epochs"])
+    items += [_epoch_item(epoch, start + order, zone) for order, epoch in epochs]
     if not items:
         return ["calls", f"{_INDENT}none: no transcript line of this session is a model call"]
     # An item without a time keeps its place in the document, after those that have one.
@@ -222,16 +226,16 @@ def _calls(view: dict[str, Any], width: int) -> list[str]:
         if max(len(_INDENT + _row(row, widths, numbers)) for row in shown) <= width:
             break
     under = _INDENT + " " * (widths[0] + 2)
-    lines = ["calls (times in UTC)"]
+    lines = [f"calls (times in {zone.said})"]
     if not bodies:
         said = "no provider body of this session landed: what follows is its transcripts alone"
         lines += _pack(_INDENT, _pieces(said), width, _INDENT)
     lines.append(f"{_INDENT}{_row(head, widths, numbers)}".rstrip())
-    days = {_day(item.when) for item in items if item.when is not None}
+    days = {_day(item.when, zone) for item in items if item.when is not None}
     day = None
     for item in items:
-        if len(days) > 1 and item.when is not None and _day(item.when) != day:
-            day = _day(item.when)
+        if len(days) > 1 and item.when is not None and _day(item.when, zone) != day:
+            day = _day(item.when, zone)
             lines.append(_INDENT + day)
         cells, details = item.shaped(layout, stop)
         line = f"{_INDENT}{_row(cells, widths, numbers)}"
@@ -254,7 +258,7 @@ def _compaction(aligned: str, item: _Item, width: int, under: str) -> list[str]:
     return _pack(prefix, _pieces(item.text), width, under)
 
 
-def _call_item(call: dict[str, Any], order: int, bodies: bool) -> _Item:
+def _call_item(call: dict[str, Any], order: int, bodies: bool, zone: Zone) -> _Item:
     """A call; ``bodies``: the session has landed bodies, so a call without one says so."""
     usage = call["usage"] if isinstance(call["usage"], dict) else None
     details = [(escaped(body["role"]), [escaped(body["id"])]) for body in call["provider_bodies"]]
@@ -264,7 +268,7 @@ def _call_item(call: dict[str, Any], order: int, bodies: bool) -> _Item:
         details.append(("no body", _pieces("no landed body is joined to this call")))
     cells = [
         str(call["n"]),
-        _clock(call["time"]),
+        _clock(call["time"], zone),
         escaped(call["stream"]),
         _maybe(call["model"]),
         _maybe(call["stop_reason"]),
@@ -273,12 +277,12 @@ def _call_item(call: dict[str, Any], order: int, bodies: bool) -> _Item:
     return _Item(_when(call["time"]), order, cells, tokens, details=tuple(details))
 
 
-def _epoch_item(epoch: dict[str, Any], order: int) -> _Item:
+def _epoch_item(epoch: dict[str, Any], order: int, zone: Zone) -> _Item:
     said = [] if epoch["trigger"] is None else [escaped(epoch["trigger"])]
     if isinstance(epoch["pre_tokens"], int):
         said.append(f"{epoch['pre_tokens']:,} tokens before")
     text = f"compaction ({', '.join(said)})" if said else "compaction"
-    cells = ["", _clock(epoch["time"]), escaped(epoch["stream"])]
+    cells = ["", _clock(epoch["time"], zone), escaped(epoch["stream"])]
     return _Item(_when(epoch["time"]), order, cells, None, text=text)
 
 
@@ -368,31 +372,17 @@ def _number(value: object) -> str:
     return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else "-"
 
 
-def _moment(value: object) -> datetime | None:
-    """A document's time (ISO 8601) in UTC; None when it is not one. A time without an
-    offset is taken as UTC, which is how Claude Code writes every time."""
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
-
-
 def _when(value: object) -> float | None:
-    moment = _moment(value)
+    moment = IN_UTC.moment(value)
     return None if moment is None else moment.timestamp()
 
 
-def _day(when: float) -> str:
-    return datetime.fromtimestamp(when, UTC).date().isoformat()
+def _day(when: float, zone: Zone) -> str:
+    return zone.of(when).date().isoformat()
 
 
-def _clock(value: object) -> str:
-    moment = _moment(value)
+def _clock(value: object, zone: Zone) -> str:
+    moment = zone.moment(value)
     return "-" if moment is None else f"{moment:%H:%M:%S}"
 
 

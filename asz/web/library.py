@@ -149,15 +149,17 @@ class Library:
 
     def report(self, session: Session, mark: str | None = None) -> dict[str, Any]:
         """The session's cache report (``asz cache SESSION --json``): the root's kept one
-        while it holds, else built; never kept in the root. ``mark``: its landed mark, when
-        known (the list knows it for every session, and each costs a listing)."""
+        while it holds, else built; never kept in the root, but kept where the root's
+        derived state lives apart from it (an archive's local cache). ``mark``: its landed
+        mark, when known (the list knows it for every session, and each costs a listing)."""
+        keep = bool(getattr(self.store.backend, "derived_apart", False))
         with self._using(session):
             return self._kept(
                 self._large,
                 "report",
                 session,
                 session.landed_mark() if mark is None else mark,
-                lambda: session_report(session, self.prices, keep=False),
+                lambda: session_report(session, self.prices, keep=keep),
             )
 
     def timeline(self, session: Session) -> Timeline:

@@ -1,0 +1,160 @@
+"""``asz export otlp``: every landed model call as an OpenTelemetry GenAI span, sent over
+OTLP/HTTP to the backend a team already runs (docs/otel.md).
+
+The spans are built and sent by :mod:`asz.export`; this module picks the sessions (SESSION
+arguments, else every one ``--project`` and ``--since`` pick), names the endpoint, and prints
+what was sent and what waits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from asz.commands.args import SESSION_HELP, local_root
+from asz.commands.exits import EXIT_FAILED, UsageError
+from asz.commands.listing import add_filters, filtering, list_sessions
+from asz.config import Config
+
+if TYPE_CHECKING:
+    from asz.export.otel import SpanSender
+    from asz.export.run import ExportTally
+    from asz.export.spans import SpanRecord
+
+SUMMARY = "send landed model calls to an OpenTelemetry backend as GenAI spans"
+ACTIONS = {
+    "otlp": "send every landed model call not sent yet as an OpenTelemetry span over "
+    "OTLP/HTTP (docs/otel.md)",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from asz.commands.args import common_options
+
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, summary in ACTIONS.items():
+        action = actions.add_parser(
+            name, parents=[common_options()], help=summary, description=summary
+        )
+        action.add_argument("sessions", nargs="*", metavar="SESSION", help=SESSION_HELP)
+        add_filters(action)
+        action.add_argument(
+            "--endpoint",
+            metavar="URL",
+            help="the OTLP/HTTP base URL, e.g. http://127.0.0.1:4318 (/v1/traces is added; "
+            "default: [otlp] endpoint in the config, else $OTEL_EXPORTER_OTLP_ENDPOINT)",
+        )
+        action.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="send nothing and write no cursor: say what would be sent (with --json, "
+            "every span)",
+        )
+        action.add_argument(
+            "--json", action="store_true", help="print what was done as one JSON document"
+        )
+
+
+def run(args: argparse.Namespace, config: Config) -> int:
+    from asz.commands.args import landed_session, open_root
+    from asz.commands.problems import report_problems
+    from asz.export.cursor import Cursors, ExportBusy, export_lock
+    from asz.export.run import SpanExport
+    from asz.view.prices import price_table
+
+    root = local_root(config, "asz export")
+    if args.sessions and filtering(args):
+        raise UsageError("--project and --since pick the sessions: give them no SESSION")
+    if args.sessions:
+        store = open_root(config)
+        ids = list(dict.fromkeys(landed_session(config, text).id for text in args.sessions))
+    else:
+        listed = list_sessions(config, args)
+        store, ids = listed.store, sorted(summary.id for summary in listed.shown)
+    otlp = config.otlp
+    sender = None
+    cursors = None
+    if not args.dry_run:
+        sender = _sender(args, config)
+        cursors = Cursors(store, sender.target.traces_url)
+    export = SpanExport(
+        store,
+        price_table(config.prices),
+        sender,
+        cursors,
+        batch=otlp.batch_spans,
+        quiet_seconds=otlp.quiet_seconds,
+    )
+    try:
+        if args.dry_run:
+            tally = export.run(ids)
+        else:
+            with export_lock(root):
+                tally = export.run(ids)
+    except ExportBusy as err:
+        print(f"asz: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        if sender is not None:
+            sender.close()
+    _print(args, tally, export.planned)
+    if tally.error is not None:
+        print(f"asz: {tally.error}", file=sys.stderr)
+    code = report_problems(tally.problems, all_in="--json")
+    return EXIT_FAILED if tally.error is not None else code
+
+
+def _sender(args: argparse.Namespace, config: Config) -> SpanSender:
+    from asz.export.otel import EndpointError, SpanSender, resolve_target
+
+    otlp = config.otlp
+    try:
+        target = resolve_target(
+            args.endpoint or otlp.endpoint, otlp.headers, otlp.headers_file, otlp.timeout
+        )
+    except EndpointError as err:
+        raise UsageError(str(err)) from None
+    return SpanSender(target)
+
+
+def _print(args: argparse.Namespace, tally: ExportTally, planned: list[SpanRecord]) -> None:
+    from asz.output import print_json
+    from asz.words import count
+
+    if args.json:
+        document = tally.as_dict()
+        document["dry_run"] = args.dry_run
+        if args.dry_run:
+            document["spans"] = [_said(record) for record in planned]
+        print_json(document)
+        return
+    verb = "would send" if args.dry_run else "sent"
+    parts = [f"{verb} {count(tally.spans_sent, 'span')} of {count(tally.sessions, 'session')}"]
+    if tally.spans_already_sent:
+        parts.append(f"{tally.spans_already_sent:,} sent before")
+    if tally.spans_waiting:
+        parts.append(f"{tally.spans_waiting:,} waiting for their session to settle")
+    if tally.spans_failed:
+        parts.append(f"{tally.spans_failed:,} not taken")
+    if tally.untimed:
+        parts.append(f"{tally.untimed:,} with no time, left out")
+    print(", ".join(parts) + f" ({tally.seconds:.3f} s)")
+
+
+def _said(record: SpanRecord) -> dict[str, object]:
+    """A span as ``--dry-run --json`` shows it: ids in hex, times in nanoseconds."""
+    return {
+        "name": record.name,
+        "trace_id": f"{record.trace_id:032x}",
+        "span_id": record.key,
+        "parent_span_id": None if record.parent_id is None else f"{record.parent_id:016x}",
+        "kind": "CLIENT" if record.client else "INTERNAL",
+        "start_time_unix_nano": record.start_ns,
+        "end_time_unix_nano": record.end_ns,
+        "attributes": dict(record.attributes),
+        "events": [
+            {"name": event.name, "time_unix_nano": event.time_ns, "attributes": event.attributes}
+            for event in record.events
+        ],
+    }
