@@ -284,8 +284,13 @@ def test_an_unreadable_request_says_why_and_usage_still_finds_the_break(
         "msg_5",
         None,
     ]
+    # The bodies cannot say what broke, usage can say where: msg_2 read nothing.
     second = by_message["msg_2"]
-    assert (second["cause"], second["detail"]) == ("unreadable", "the body is not valid UTF-8")
+    assert (second["cause"], second["cause_from"]) == ("prefix", "usage")
+    assert second["evidence"] == {"bodies": "unreadable", "usage": "prefix"}
+    assert second["detail"] == (
+        "read nothing of the 1000 tokens expected (bodies: unreadable, the body is not valid UTF-8)"
+    )
     assert by_message["msg_3"]["request_id"] is None and by_message["msg_3"]["cause"] is None
     fourth = by_message["msg_4"]
     assert (fourth["cause"], fourth["detail"]) == (
@@ -297,8 +302,8 @@ def test_an_unreadable_request_says_why_and_usage_still_finds_the_break(
     # From usage alone: msg_2 read nothing of msg_1's 1,000 tokens, msg_4 read 300 of 1,300.
     assert [row["rewritten_tokens"] for row in rows] == [None, 1000, 0, 1000, 0, None]
     assert (report["totals"]["breaks"], report["totals"]["rewritten_tokens"]) == (2, 2000)
-    assert done.returncode == 1
-    assert any(second["request_id"] in problem for problem in report["problems"])
+    # Bodies that landed whole are what Claude Code wrote: their rows say why, no damage.
+    assert done.returncode == 0 and report["problems"] == []
 
 
 def test_the_totals_count_the_provider_reasons_and_those_that_agree(tmp_path: Path) -> None:

@@ -26,6 +26,8 @@ ROW_KEYS = [
     "cause",
     "detail",
     "also",
+    "cause_from",
+    "evidence",
     "input_tokens",
     "cache_read_input_tokens",
     "cache_creation_input_tokens",
@@ -100,7 +102,11 @@ def test_real_transcripts_give_a_row_per_call_with_the_usage_invariant(
         expected = truth[row["message_id"]]
         usage = expected["usage"]
         assert row["stream"] == expected["stream"]
-        assert row["request_id"] is None and row["cause"] is None
+        assert row["request_id"] is None
+        # No bodies: only a break has a cause, named from the lines or usage.
+        assert row["cause_from"] in (
+            (None,) if not row["rewritten_tokens"] else ("transcript", "usage")
+        )
         assert row["input_tokens"] == usage["input_tokens"]
         assert row["cache_read_input_tokens"] == usage["cache_read_input_tokens"]
         assert row["cache_creation_input_tokens"] == usage["cache_creation_input_tokens"]

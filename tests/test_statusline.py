@@ -187,6 +187,11 @@ def test_on_real_transcripts_the_figures_are_those_asz_cache_gives(
             totals["rewritten_tokens"],
         )
         compared += figures["breaks"]
+        if figures["last_break"]:
+            done = run_asz("cache", "--root", str(store.location), transcript.stem, "--json")
+            rows = orjson.loads(done.stdout)["rows"]
+            row = next(r for r in rows if r["message_id"] == figures["last_break"]["message_id"])
+            assert figures["last_break"]["cause"] == row["cause"]
     assert compared > 0, "the samples hold breaks"
 
 
@@ -202,7 +207,9 @@ def test_a_break_on_the_latest_call_is_coloured_and_said_with_its_size(claude: C
     claude.write(calls(6, 1, breaks=(6,)))  # reads nothing of the 1,500 it should have
     waste = 1500 * (price.cache_write_5m - price.cache_read) / 1e6
     line = claude.line()
-    assert f"1 break ${waste:.2f} · \x1b[31mlast: 2k re-written " in line
+    # No root: the cause is the lines', here where usage says the change began.
+    said = "last: prefix (read nothing of the 1500 tokens expected) "
+    assert f"1 break ${waste:.2f} · \x1b[31m{said}" in line
     assert line.endswith(
         "\x1b[0m · $%.2f\n"
         % (cost + (3 * price.input + 50 * price.output + 1600 * price.cache_write_5m) / 1e6)
@@ -217,6 +224,31 @@ def test_a_break_on_the_latest_call_is_coloured_and_said_with_its_size(claude: C
     assert figures["last_break"]["message_id"] == "msg_0006"
     assert figures["claude_code_cost_usd"] == 1.25
     assert figures["last_call_broke"] is False
+
+
+def test_with_no_report_the_cause_of_a_break_comes_from_the_lines(claude: Claude) -> None:
+    """The lines say what changed: the model, then two hours idle past the hour its writes
+    lasted; the fold kept between runs names them as one read in one go does."""
+    claude.write(calls(1, 2))
+    claude.write(call_lines(3, 0, 1400, model="claude-sonnet-4-6", minute=1))
+    figures = claude.figures()
+    assert figures["last_break"]["cause"] == "model"
+    assert figures["last_break"]["detail"] == f"{MODEL} -> claude-sonnet-4-6"
+    lines = call_lines(4, 1400, 100, model="claude-sonnet-4-6", minute=2)
+    hour = {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 100}
+    lines = [
+        line.replace(
+            b'"output_tokens"', b'"cache_creation":%s,"output_tokens"' % orjson.dumps(hour)
+        )
+        for line in lines
+    ]
+    later = call_lines(5, 0, 1600, model="claude-sonnet-4-6", minute=2)
+    later = [line.replace(b"T10:02:", b"T12:02:") for line in later]
+    claude.write([*lines, *later])
+    line = claude.line()
+    assert "last: ttl (2h00m passed the 1h00m lifetime)" in line, line
+    claude.state_files()[0].unlink()
+    assert "last: ttl (2h00m passed the 1h00m lifetime)" in claude.line()
 
 
 # -- reading only what was added ----------------------------------------------------------
@@ -576,7 +608,7 @@ def test_the_kept_report_is_asked_no_more_often_than_the_retry_allows(
             input=claude.stdin(),
             env={**claude.env, "ASZ_ROOT": str(root), "PYTHONPROFILEIMPORTTIME": "1"},
         )
-        assert done.returncode == 0 and b"re-written" in done.stdout
+        assert done.returncode == 0 and b"last: prefix (read nothing" in done.stdout
         return {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()}
 
     assert "asz.store" in loaded(), "the first run with a break asks the kept report"

@@ -41,8 +41,9 @@ def figures(
     if last_break is not None:
         shown_break = {
             **last_break,
-            "cause": cause["cause"] if cause else None,
-            "detail": cause["detail"] if cause else None,
+            # The kept report's cause (from the bodies, when they landed), else the lines'.
+            "cause": cause["cause"] if cause else last_break.get("cause"),
+            "detail": cause["detail"] if cause else last_break.get("detail"),
             "age_seconds": _age(last_break.get("time"), now),
         }
     return {

@@ -21,6 +21,16 @@ EFFORT_KEEPS_CACHE = frozenset({SWITCH_MODEL})
 """The models of a capture on which a change of effort keeps the cache: the model switched to
 is one of those Claude Code's documentation names (Opus 5.5), so that a capture holds an
 effort change that breaks nothing as well as one that breaks the cache."""
+API_VERDICTS = {
+    "model": "model_changed",
+    "system": "system_changed",
+    "upgrade": "system_changed",
+    "tools": "tools_changed",
+    "messages": "messages_changed",
+}
+"""The ``cache_miss_reason`` the provider gives a break of each cause, written on the lines of
+an injected break as recent Claude Code writes it (``message.diagnostics``); a cause it does
+not compare (effort, fast mode, time) gets ``unavailable``."""
 AGENT_MODEL = "claude-sonnet-4-6"
 TITLE_MODEL = "claude-haiku-4-5-20251001"
 MAX_TOKENS = 64000

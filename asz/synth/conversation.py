@@ -10,6 +10,7 @@ from typing import Any
 
 from asz.synth import bodies, context, dialogue, sidecalls, subagent
 from asz.synth.catalog import (
+    API_VERDICTS,
     EFFORT_KEEPS_CACHE,
     IDENTITY,
     MAIN_MODEL,
@@ -294,6 +295,7 @@ class SessionSimulation:
             uncached=self.rng.randint(1, 6),
             marker=chain.marker,
         )
+        verdict = self._verdict(chain, cause, usage)
         self._record(chain, request, message_id=message_id, cause=cause, change=change, usage=usage)
         running = 0
         for block in blocks:
@@ -306,10 +308,15 @@ class SessionSimulation:
                 "content": [block],
                 "stop_reason": None,
                 "stop_sequence": None,
-                "usage": {**usage, "output_tokens": running},
+                "usage": {**usage, "output_tokens": running, "speed": chain.speed or "standard"},
+                **verdict,
             }
             self.last_assistant_uuid = transcript.assistant(
-                self.ids.uuid(), line, request_id, self.clock.tick(600, 4000)
+                self.ids.uuid(),
+                line,
+                request_id,
+                self.clock.tick(600, 4000),
+                effort=chain.effort,
             )
         stop = "tool_use" if blocks[-1]["type"] == "tool_use" else "end_turn"
         reply = bodies.response(
@@ -339,6 +346,19 @@ class SessionSimulation:
         call = Call(chain.stream, self.prompt_id, request, response)
         self.record.calls.append(call)
         return call
+
+    @staticmethod
+    def _verdict(chain: Chain, cause: str, usage: dict[str, Any]) -> dict[str, Any]:
+        """``diagnostics`` of a break's message: the provider's verdict, with what it missed
+        when it names a change; nothing on a call that broke nothing."""
+        if cause in KEPT_CAUSES:
+            return {}
+        kind = API_VERDICTS.get(cause, "unavailable")
+        reason: dict[str, Any] = {"type": kind}
+        if kind != "unavailable":
+            missed = (chain.cached_after or 0) - usage["cache_read_input_tokens"]
+            reason["cache_missed_input_tokens"] = missed
+        return {"diagnostics": {"cache_miss_reason": reason}}
 
     def _record(
         self,

@@ -128,10 +128,15 @@ class Transcript:
         message: dict[str, Any],
         request_id: str | None,
         ns: int,
+        *,
+        effort: str | None = None,
     ) -> str:
         """One content block of a streamed message; ``message`` carries that block only,
-        a running ``output_tokens`` and no stop reason, as Claude Code writes it."""
+        a running ``output_tokens`` and no stop reason, as Claude Code writes it, and the
+        line the turn's ``effort``, as recent builds do."""
         line = self._envelope(self.parent)
+        if effort is not None:
+            line["effort"] = effort
         line["message"] = message
         if request_id is not None:
             line["requestId"] = request_id

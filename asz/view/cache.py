@@ -16,13 +16,18 @@ from typing import Any
 from asz.gc_pause import gc_paused
 from asz.store import BodyManifest, Session
 from asz.view.calls import Call
-from asz.view.causes import agrees_with_provider
+from asz.view.causes import BREAKS, FIRST, UNKNOWN, UNREADABLE, agrees_with_provider
 from asz.view.comparisons import compare_requests
 from asz.view.document import problems_of
+from asz.view.evidence import SOURCES, Named, agrees, strongest
 from asz.view.joins import JoinedSession, join_session
+from asz.view.named_causes import named_by_lines
 from asz.view.prices import DIGITS, PriceTable, cost_usd, price_table, waste_usd, writes
 from asz.view.spend import by_family
 from asz.view.usage import Expectation, Usage, expectations, hit_ratio
+
+UNCOMPARED = frozenset({FIRST, UNKNOWN, UNREADABLE})
+"""The bodies' outcomes that name no cause: there was nothing to compare with."""
 
 
 class _Report:
@@ -52,6 +57,7 @@ class _Report:
         found = {call.message_id: self.usage(call) for call in calls}
         usages = {message_id: Usage.of(usage) for message_id, (usage, _) in found.items()}
         expected = expectations(transcript, usages)
+        named = named_by_lines(transcript, usages, expected)
         rows = []
         for call in calls:
             request_id = joins.request_of.get(call.message_id)
@@ -69,6 +75,7 @@ class _Report:
                     response=response,
                     expectation=expected.get(call.message_id, Expectation()),
                     prices=prices,
+                    named=named.get(call.message_id, []),
                 )
             )
         for body in self.joined.bodies.values():
@@ -91,22 +98,25 @@ def _row(
     response: dict[str, Any] | None = None,
     expectation: Expectation,
     prices: PriceTable,
+    named: list[Named] | None = None,
 ) -> dict[str, Any]:
     counts = Usage.of(usage)
     price = prices.price_of(call.model) if call else None
+    compared = comparison or {"previous": None, "cause": None, "detail": None, "also": []}
     return {
         "request_id": request.record_id if request else None,
         "message_id": call.message_id if call else None,
         "stream": call.stream if call else None,
         "time": call.time if call else None,
-        **(comparison or {"previous": None, "cause": None, "detail": None, "also": []}),
+        **compared,
+        **_weighed(compared, named or [], bool(expectation.rewritten_tokens)),
         "input_tokens": counts.input if counts else None,
         "cache_read_input_tokens": counts.cache_read if counts else None,
         "cache_creation_input_tokens": counts.cache_creation if counts else None,
         **_split(counts),
         "output_tokens": counts.output if counts else None,
         "stop_reason": (response or {}).get("stop_reason"),
-        "reported_miss_reason": (response or {}).get("cache_miss_reason"),
+        "reported_miss_reason": _reported(response, call),
         "expected_read": expectation.expected_read,
         "rewritten_tokens": expectation.rewritten_tokens,
         "cost_usd": cost_usd(counts, price),
@@ -114,6 +124,44 @@ def _row(
         "model": call.model if call else None,
         "usage": counts,
     }
+
+
+def _weighed(compared: dict[str, Any], named: list[Named], broke: bool) -> dict[str, Any]:
+    """``cause_from`` and ``evidence`` (source -> the cause it names), and for a break the
+    strongest evidence's ``cause``, ``detail`` and ``also``: the bodies' comparison when it
+    found a change, else what the API, the lines or usage name. ``first``, ``unknown`` and
+    ``unreadable`` say the bodies could not compare: they stay the cause only when nothing
+    else names one, and are said after the detail of the one that does."""
+    said = compared["cause"]
+    judged = said in BREAKS or said == "kept"
+    if judged:
+        named = [Named("bodies", said, compared["detail"]), *named]
+    evidence = {"bodies": said} if said else {}
+    for item in named:
+        evidence.setdefault(item.source, item.cause)
+    best = strongest(named) if broke else None
+    if best is None or best.source == "bodies":
+        return {"cause_from": "bodies" if said else None, "evidence": evidence}
+    also = [item.cause for item in named if item.source == best.source][1:]
+    detail = best.detail
+    if said and not judged:
+        detail = f"{detail} (bodies: {said}, {compared['detail']})"
+    return {
+        "cause": best.cause,
+        "detail": detail,
+        "also": list(dict.fromkeys(also)),
+        "cause_from": best.source,
+        "evidence": evidence,
+    }
+
+
+def _reported(response: dict[str, Any] | None, call: Call | None) -> Any:
+    """The provider's ``cache_miss_reason``: the response's, else the ``type`` of the one on
+    the call's transcript line (as recent Claude Code writes it)."""
+    reported = (response or {}).get("cache_miss_reason")
+    if reported is None and call is not None:
+        reported = call.on_lines.get("verdict")
+    return reported
 
 
 def _split(counts: Usage | None) -> dict[str, int | None]:
@@ -216,4 +264,35 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "unpriced_models": sorted(unpriced),
         "reported": len(reported),
         "agreed": sum(reported),
+        "breaks_by_evidence": _breaks_by_evidence(rows),
+        "api_agreement": _api_agreement(rows),
     }
+
+
+def _breaks_by_evidence(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Breaks by the source of their cause; ``none`` for those no evidence names."""
+    found = dict.fromkeys([*SOURCES, "none"], 0)
+    for row in rows:
+        if row["rewritten_tokens"]:
+            source = row["cause_from"]
+            named = source in SOURCES and (source != "bodies" or row["cause"] in BREAKS)
+            found[source if named else "none"] += 1
+    return found
+
+
+def _api_agreement(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """API cause -> the calls where it and other evidence both name a cause (``compared``),
+    and those where they agree (:data:`asz.view.evidence.AGREES`)."""
+    found: dict[str, dict[str, int]] = {}
+    for row in rows:
+        evidence = row["evidence"]
+        api = evidence.get("api")
+        other = next((evidence[s] for s in SOURCES if s != "api" and s in evidence), None)
+        if evidence.get("bodies") in UNCOMPARED:
+            other = evidence.get("transcript", evidence.get("usage"))
+        if api is None or other is None:
+            continue
+        entry = found.setdefault(api, {"compared": 0, "agreed": 0})
+        entry["compared"] += 1
+        entry["agreed"] += agrees(api, other)
+    return found

@@ -75,9 +75,27 @@ def report_summary(report: dict[str, Any]) -> list[str]:
         f"{totals['input_tokens']:,} not cached",
         money_said(totals),
     ]
+    lines += _evidence_lines(totals)
     lines += _cause_lines(report)
     if empty_because:
         lines.append(empty_because)
+    return lines
+
+
+def _evidence_lines(totals: Mapping[str, Any]) -> list[str]:
+    """How many breaks have a cause, by the evidence that names it, and how often the API's
+    verdict agrees with the other evidence: a cause from usage only locates a change."""
+    sources = totals.get("breaks_by_evidence")
+    if not totals["breaks"] or sources is None:  # a report kept before causes had sources
+        return []
+    named = totals["breaks"] - sources["none"]
+    by = ", ".join(f"{source} {count}" for source, count in sources.items() if count)
+    lines = [f"breaks named: {named} of {totals['breaks']} ({by})"]
+    agreement = totals.get("api_agreement")
+    if agreement:
+        compared = sum(entry["compared"] for entry in agreement.values())
+        agreed = sum(entry["agreed"] for entry in agreement.values())
+        lines.append(f"the API's verdict agrees with the other evidence in {agreed} of {compared}")
     return lines
 
 

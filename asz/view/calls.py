@@ -23,6 +23,7 @@ import orjson
 
 from asz.store import MAIN_STREAM, TranscriptLine
 from asz.store.session_facts import SYNTHETIC_MODEL
+from asz.view.evidence import Seen, seen_on_line
 
 
 @dataclass(slots=True)
@@ -46,6 +47,16 @@ class Call:
     usage: dict[str, Any] | None = None
     """``message.usage`` of the call's last line that carries one: a call's lines repeat it
     while the message streams, and the last is the final count."""
+    on_lines: dict[str, Any] = field(default_factory=dict)
+    """``version``, ``effort``, ``verdict`` and ``missed`` as its lines carry them
+    (:func:`asz.view.evidence.seen_on_line`); the last line's that says each."""
+
+
+def facts(call: Call) -> dict[str, Any]:
+    """What the call's lines say of it (a :class:`asz.view.evidence.Seen` as JSON, with its
+    ``usage.speed``), as the evidence of a cause reads it."""
+    seen = Seen(model=call.model, time=call.time, last_time=call.last_time, **call.on_lines)
+    return {**seen.to_json(), "speed": (call.usage or {}).get("speed")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +223,9 @@ class _Reader:
         usage = message.get("usage")
         if isinstance(usage, dict):
             call.usage = usage
+        for key, said in seen_on_line(value, message).items():
+            if said is not None:
+                call.on_lines[key] = said
         for block in _blocks(message.get("content")):
             tool_use = _text(block.get("id")) if block.get("type") == "tool_use" else None
             if tool_use:

@@ -18,14 +18,17 @@ changed and kept the cache is said in the detail. The models and settings are th
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from datetime import datetime
 
 import orjson
 
 from asz.store import BodyManifest
 from asz.view.calls import Call, Transcript
+from asz.view.evidence import (
+    PROVIDER_INCONCLUSIVE,
+    duration,
+    keeps_cache_on_effort,
+)
 from asz.view.shapes import Shape, first_difference
 
 PRECEDENCE = (
@@ -46,16 +49,6 @@ and system that change with them, so they come first; then the parts in the orde
 reads them, the settings that join the cache key (fast mode before the betas, since it adds
 one), a new list, a rewrite, and time."""
 BREAKS = frozenset(PRECEDENCE) - {"kept"}
-EFFORT_KEEPS_CACHE = frozenset(
-    {"claude-opus-5-5", "claude-sonnet-5-5", "claude-haiku-5-5", "claude-fable-5-1"}
-)
-"""The models whose cache a change of effort keeps (Opus 5.5, Sonnet 5.5, Haiku 5.5 and
-Fable 5.1); on every other model it is a full miss. Matched by id, or by an id with a date
-suffix (``-YYYYMMDD``)."""
-PROVIDER_INCONCLUSIVE = frozenset({"previous_message_not_found", "unavailable"})
-"""``cache_miss_reason`` values by which the provider says it could not compare, not that the
-prefix changed."""
-_DATED = re.compile(r"-\d{8}\Z")
 FIRST = "first"
 UNKNOWN = "unknown"
 """No previous request to compare with, though the request names one (it is not landed,
@@ -106,7 +99,7 @@ def compare(previous: Shape, current: Shape, between: Between) -> list[tuple[str
         found.append(
             (
                 "ttl",
-                f"{_duration(between.gap_seconds)} passed the {_duration(previous.ttl)} lifetime",
+                f"{duration(between.gap_seconds)} passed the {duration(previous.ttl)} lifetime",
             )
         )
     found = found or [("kept", "the history only grew")]
@@ -114,11 +107,6 @@ def compare(previous: Shape, current: Shape, between: Between) -> list[tuple[str
         cause, detail = found[0]
         found[0] = (cause, "; ".join([detail, *kept]))
     return found
-
-
-def keeps_cache_on_effort(model: object) -> bool:
-    """Whether ``model`` keeps its cache when the effort changes (``EFFORT_KEEPS_CACHE``)."""
-    return isinstance(model, str) and _DATED.sub("", model) in EFFORT_KEEPS_CACHE
 
 
 def _tool_change(previous: Shape, current: Shape) -> str | None:
@@ -192,24 +180,6 @@ def _message_change(previous: Shape, current: Shape, between: Between) -> list[t
 
 def show(value: object) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-
-
-def _duration(seconds: float) -> str:
-    whole = round(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
-
-
-def seconds_between(earlier: str | None, later: str | None) -> float | None:
-    if not earlier or not later:
-        return None
-    try:
-        return (datetime.fromisoformat(later) - datetime.fromisoformat(earlier)).total_seconds()
-    except (ValueError, TypeError):
-        return None
 
 
 def compacted_between(transcript: Transcript, before: Call, after: Call) -> bool:

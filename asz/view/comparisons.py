@@ -24,10 +24,10 @@ from asz.view.causes import (
     Between,
     compacted_between,
     compare,
-    seconds_between,
     unreadable_detail,
 )
 from asz.view.document import facts_of_response, not_an_object
+from asz.view.evidence import seconds_apart
 from asz.view.joins import JoinedSession
 from asz.view.shapes import Shape, ShapeReader
 
@@ -148,7 +148,7 @@ class _Walk:
             call = _call_of(self.joined, request.record_id)
             before = calls[joins.call_of[previous_id]]
             between = Between(
-                gap_seconds=seconds_between(before.last_time, call.time) if call else None,
+                gap_seconds=seconds_apart(before.last_time, call.time) if call else None,
                 compacted=call is not None
                 and compacted_between(self.joined.transcript, before, call),
             )

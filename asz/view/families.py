@@ -33,6 +33,7 @@ CACHE_CAUSES = (
     "compaction",
     "messages",
     "ttl",
+    "prefix",
     "kept",
     "unknown",
     "unreadable",

@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from asz.view.evidence import Seen, StreamEvidence, seen_on_line, strongest
 from asz.view.prices import DIGITS, PriceTable, cost_usd, waste_usd, writes
 from asz.view.usage import StreamBreaks, Usage, hit_ratio
 
@@ -72,10 +73,18 @@ class Totals:
         self.last_call = _later(self.last_call, other.last_call)
 
     def call(
-        self, call: dict[str, Any], stream: str, breaks: StreamBreaks, prices: PriceTable
+        self,
+        call: dict[str, Any],
+        stream: str,
+        breaks: StreamBreaks,
+        prices: PriceTable,
+        evidence: StreamEvidence,
     ) -> None:
-        """Counts one closed, non-synthetic call, told to ``breaks`` in its stream's order."""
+        """Counts one closed, non-synthetic call, told to ``breaks`` in its stream's order; a
+        break is named from ``evidence`` (what the lines and usage say, see
+        :mod:`asz.view.evidence`)."""
         usage = Usage.of(call.get("usage"))
+        expected = breaks.expected_read
         expectation = breaks.call(usage)
         price = prices.price_of(call.get("model"))
         counts = self.counts
@@ -102,8 +111,16 @@ class Totals:
             counts["rewritten_tokens"] += rewritten
             if waste is not None:
                 self.waste_usd = round(self.waste_usd + waste, DIGITS)
+            named = strongest(evidence.named(call, usage, expected))
             self.last_break = _later(
-                self.last_break, {**seen, "rewritten_tokens": rewritten, "waste_usd": waste}
+                self.last_break,
+                {
+                    **seen,
+                    "rewritten_tokens": rewritten,
+                    "waste_usd": waste,
+                    "cause": named.cause if named else None,
+                    "detail": named.detail if named else None,
+                },
             )
 
     def _unpriced(self, model: str) -> None:
@@ -141,15 +158,17 @@ class Totals:
 class StreamFold:
     """One stream's figures so far, fed its lines in order."""
 
-    __slots__ = ("breaks", "closed", "name", "open", "totals", "unreadable")
+    __slots__ = ("breaks", "closed", "evidence", "name", "open", "totals", "unreadable")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.breaks = StreamBreaks()
+        self.evidence = StreamEvidence()
         self.totals = Totals()
         self.open: dict[str, Any] | None = None
-        """The call whose lines may still be coming: ``message_id``, ``model``, ``time``,
-        ``usage``, ``synthetic``."""
+        """The call whose lines may still be coming: ``message_id``, ``usage``,
+        ``synthetic``, what its lines say of it (:class:`asz.view.evidence.Seen`) and its
+        ``speed``."""
         self.closed = ""
         """The message id of the call closed last, whose late lines are not counted again."""
         self.unreadable = 0
@@ -185,16 +204,23 @@ class StreamFold:
         if call is None or call["message_id"] != message_id:
             self._close(prices)
             call = self.open = {
+                **dict.fromkeys(Seen.__slots__),
                 "message_id": message_id,
                 "model": model,
                 "time": _text(value.get("timestamp")),
                 "usage": None,
                 "synthetic": False,
+                "speed": None,
             }
         call["synthetic"] = call["synthetic"] or model == SYNTHETIC_MODEL
+        call["last_time"] = _text(value.get("timestamp")) or call["last_time"]
+        for key, said in seen_on_line(value, message).items():
+            if said is not None:
+                call[key] = said
         usage = message.get("usage")
         if isinstance(usage, dict):
             call["usage"] = usage
+            call["speed"] = usage.get("speed")
 
     def _close(self, prices: PriceTable) -> None:
         call = self.open
@@ -203,7 +229,9 @@ class StreamFold:
         self.open = None
         self.closed = call["message_id"]
         if not call["synthetic"]:
-            self.totals.call(call, self.name, self.breaks, prices)
+            start = self.breaks.expected_read is None
+            self.totals.call(call, self.name, self.breaks, prices, self.evidence)
+            self.evidence.advance(call, Usage.of(call.get("usage")), start)
 
     def shown(self, prices: PriceTable) -> Totals:
         """The stream's figures with its open call counted, leaving the fold as it is."""
@@ -211,7 +239,8 @@ class StreamFold:
         shown.add(self.totals)
         call = self.open
         if call is not None and not call["synthetic"]:
-            shown.call(call, self.name, StreamBreaks(self.breaks.expected_read), prices)
+            breaks = StreamBreaks(self.breaks.expected_read)
+            shown.call(call, self.name, breaks, prices, self.evidence)
         return shown
 
     def state(self) -> dict[str, Any]:
@@ -221,6 +250,7 @@ class StreamFold:
             "open": self.open,
             "closed": self.closed,
             "unreadable": self.unreadable,
+            "evidence": self.evidence.state(),
         }
 
     @classmethod
@@ -237,6 +267,7 @@ class StreamFold:
         fold.open = dict(found) if found is not None else None
         fold.closed = str(value["closed"])
         fold.unreadable = int(value["unreadable"])
+        fold.evidence = StreamEvidence.of_state(value.get("evidence"))
         return fold
 
 

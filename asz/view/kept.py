@@ -21,7 +21,7 @@ from asz.store.layout import report_path
 from asz.view.cache import cache_report
 from asz.view.prices import PriceTable
 
-KEPT_REPORT = DerivedFile(report_path, schema=3, limit=1 << 30)
+KEPT_REPORT = DerivedFile(report_path, schema=4, limit=1 << 30)
 """Schema 3: rows carry ``output_tokens``, the cache writes by lifetime and ``stop_reason``."""
 
 

@@ -18,7 +18,7 @@ from asz.view.prices import DIGITS, writes
 from asz.view.usage import Usage
 
 NO_REQUEST = "no_request"
-"""The cause of a break whose request did not land: the usage says it broke, not why."""
+"""The cause of a break nothing names: the usage says it broke, not why."""
 
 
 def by_family(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
