@@ -211,9 +211,6 @@ def test_exporting_again_sends_nothing_and_a_dry_run_sends_nothing(
     said = orjson.loads(again.stdout)
     assert len(receiver.spans()) == sent
     assert said["spans_sent"] == 0 and said["sessions_unchanged"] == 2
-    # A dry run toward the same endpoint reads its cursors: it would send nothing either.
-    dry_again = export(tmp_path, root, "--endpoint", receiver.url, "--dry-run", "--json")
-    assert orjson.loads(dry_again.stdout)["sessions_unchanged"] == 2
     for cursor in (root / "_state" / "otlp").rglob("*.json"):
         assert cursor.stat().st_mode & 0o777 == 0o600
 

@@ -18,7 +18,7 @@ from asz.commands.listing import add_filters, filtering, list_sessions
 from asz.config import Config
 
 if TYPE_CHECKING:
-    from asz.export.otel import Target
+    from asz.export.otel import SpanSender
     from asz.export.run import ExportTally
     from asz.export.spans import SpanRecord
 
@@ -48,8 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action.add_argument(
             "--dry-run",
             action="store_true",
-            help="send nothing and write no cursor: say what would be sent (with --json, "
-            "every span)",
+            help="send nothing, read and write no cursor: say every span of the sessions "
+            "(with --json, each one), as an endpoint that has none of them would get them",
         )
         action.add_argument(
             "--json", action="store_true", help="print what was done as one JSON document"
@@ -60,7 +60,6 @@ def run(args: argparse.Namespace, config: Config) -> int:
     from asz.commands.args import landed_session, open_root
     from asz.commands.problems import report_problems
     from asz.export.cursor import Cursors, ExportBusy, export_lock
-    from asz.export.otel import SpanSender
     from asz.export.run import SpanExport
     from asz.view.prices import price_table
 
@@ -74,10 +73,11 @@ def run(args: argparse.Namespace, config: Config) -> int:
         listed = list_sessions(config, args)
         store, ids = listed.store, sorted(summary.id for summary in listed.shown)
     otlp = config.otlp
-    target = _target(args, config, required=not args.dry_run)
-    sender = None if args.dry_run or target is None else SpanSender(target)
-    # A dry run reads the cursors too, so that it says what a real export would send.
-    cursors = None if target is None else Cursors(store, target.traces_url)
+    sender = None
+    cursors = None
+    if not args.dry_run:
+        sender = _sender(args, config)
+        cursors = Cursors(store, sender.target.traces_url)
     export = SpanExport(
         store,
         price_table(config.prices),
@@ -105,20 +105,17 @@ def run(args: argparse.Namespace, config: Config) -> int:
     return EXIT_FAILED if tally.error is not None else code
 
 
-def _target(args: argparse.Namespace, config: Config, *, required: bool) -> Target | None:
-    """The endpoint to send to; a usage error when it is ``required`` and none holds (a dry
-    run without one says what it would send to any endpoint)."""
-    from asz.export.otel import EndpointError, resolve_target
+def _sender(args: argparse.Namespace, config: Config) -> SpanSender:
+    from asz.export.otel import EndpointError, SpanSender, resolve_target
 
     otlp = config.otlp
     try:
-        return resolve_target(
+        target = resolve_target(
             args.endpoint or otlp.endpoint, otlp.headers, otlp.headers_file, otlp.timeout
         )
     except EndpointError as err:
-        if required:
-            raise UsageError(str(err)) from None
-        return None
+        raise UsageError(str(err)) from None
+    return SpanSender(target)
 
 
 def _print(args: argparse.Namespace, tally: ExportTally, planned: list[SpanRecord]) -> None:

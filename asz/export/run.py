@@ -171,7 +171,6 @@ class SpanExport:
             self.unfinished.add(session_id)
         elif (
             not queued
-            and self.sender is not None
             and self.cursors is not None
             and progress.mark is not None
             and self.cursors.done_at(session_id) != mark
