@@ -88,8 +88,12 @@ def exported_names(exposition: str, *, families: bool = False) -> set[str]:
 
 @pytest.fixture(scope="module")
 def served_exposition(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """``/metrics`` of a real ``asz collect``, once it is ready, before any call landed."""
+    """``/metrics`` of a real ``asz collect``, once it is ready, before any call landed; with
+    an OTLP endpoint (nothing listens there), so that the export's own metrics are there."""
     tmp = tmp_path_factory.mktemp("service")
+    config = tmp / "home" / ".config" / "asz" / "asz.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[otlp]\nendpoint = "http://127.0.0.1:9"\n')
     claude = Claude(tmp / "claude")
     claude.start_transcript(A)
     with running_service(tmp, claude.path, tmp / "root", *FAST) as svc:
