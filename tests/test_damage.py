@@ -251,7 +251,9 @@ def test_a_body_landed_whole_is_a_row_of_the_report_not_a_problem(
     assert done.returncode == 0, done.stderr
     report = orjson.loads(done.stdout)
     (row,) = [row for row in report["rows"] if row["request_id"] == record_id]
-    assert (row["cause"], row["detail"]) == ("unreadable", "the body is not valid UTF-8")
+    # The row says why the body could not be compared (another evidence may name the cause).
+    assert "the body is not valid UTF-8" in row["detail"]
+    assert row["cause"] == "unreadable" or row["cause_from"] != "bodies"
     assert report["problems"] == []
     for command in (["cache", session], ["view", session], ["verify"]):
         assert run_asz(*command, "--root", str(root)).returncode == 0, command
