@@ -280,8 +280,7 @@ class HandMade:
             writer.batch.commit()
             assert not tally.errors and not tally.conflict_sources
             if stream == gap_in:
-                landed = session.landed_in(stream_dir(self.session, relpath))
-                (Path(store.location) / landed[1].path).unlink()
+                lost = session.landed_in(stream_dir(self.session, relpath))[1].path
         if self.bodies:
             outcome = BodyLander(store).land(self.session, self.bodies, 2 * 1024 * 1024)
             assert not outcome.tally.errors and not outcome.conflicts
@@ -292,6 +291,8 @@ class HandMade:
             (bodies_dir / "index.jsonl").write_bytes(data)
             result = sync_index(bodies_dir, store, lambda s: Verdict.COLLECT, 1 << 20)
             assert not result.tally.errors
+        if gap_in is not None:  # last: nothing lands into a session with a gap
+            (Path(store.location) / lost).unlink()
         return store
 
 
