@@ -81,7 +81,6 @@ def check_derived(
     made replaces them where the root may be written."""
     found = {file: file.opened(session) for file in derived}
     fresh = Session(session.store, session.id, trusts_derived=False)
-    fresh.progress = session.progress
     make(fresh)
     for file, (kept, damage) in found.items():
         path = file.path_of(session.id)
