@@ -15,6 +15,8 @@ it is described)::
         provider-index.json                    how far index.jsonl was read
         archive-pushed.jsonl                   what asz push sent to the team archive
         archive-push.lock                      one push at a time (flock)
+        otlp/<endpoint digest>/<session>.json  what asz export otlp sent to an OTLP endpoint
+        otlp-export.lock                       one export at a time (flock)
     <session>/                                 a UUID-form session id; nothing else is one
         seq                                    derived: highest sequence number used
         summary.json                           derived: the session in one line (asz sessions)
