@@ -306,7 +306,7 @@ def load_config(
 
 def _archive_url(url: str, where: str) -> str:
     """An archive's URL, checked: ``s3://bucket/prefix`` is the one form read."""
-    from asz.archive.location import ArchiveError, ArchiveUrl
+    from asz.locations import ArchiveError, ArchiveUrl
 
     try:
         return str(ArchiveUrl.parse(url))

@@ -21,9 +21,9 @@ from asz.archive.ahead import AHEAD, ReadAhead
 from asz.archive.bucket import Bucket, Meta
 from asz.archive.cache import LocalCache
 from asz.archive.failure import understand
-from asz.archive.location import ArchiveUrl
 from asz.archive.retry import Halted
 from asz.bodykeys import is_session_id
+from asz.locations import ArchiveUrl
 from asz.store.atomic import DirSyncs
 from asz.store.backend import Entry, TempFile
 from asz.store.errors import StorageUnavailable

@@ -31,10 +31,10 @@ from typing import Any, Protocol, TypeVar
 from asz.archive.bucket import ABSENT, Bucket, Created, Known
 from asz.archive.claims import claim_bytes, claim_path
 from asz.archive.failure import understand
-from asz.archive.location import ArchiveUrl
 from asz.archive.record import MARKERS_DIR, PushRecord, new_marker
 from asz.archive.retry import Halted
 from asz.archive.workers import Workers
+from asz.locations import ArchiveUrl
 from asz.store import LandedName, Store
 from asz.store.framing import MAX_CONTENT_BYTES
 from asz.store.layout import PUSH_LOCK_FILE

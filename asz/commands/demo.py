@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from asz.commands.args import local_root
-from asz.commands.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from asz.config import AdapterConfig, Adapters, Config
+from asz.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from asz.words import count, size
 
 SUMMARY = "synthesise a capture, collect it, verify it, say what happened"

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from asz.bodykeys import is_session_id
+from asz.locations import is_archive
 from asz.progress import Progress
 from asz.store.atomic import DirSyncs
 from asz.store.backend import Backend, LocalBackend
@@ -119,16 +120,14 @@ class Store:
 
 
 def open_store(location: str | os.PathLike[str] | Backend, *, compression: str = "zstd") -> Store:
-    """The root at ``location``: a directory, a team archive's ``s3://bucket/prefix`` (read
-    only, configured from the environment; ``asz.archive``), or a backend already opened.
+    """The root at ``location``: a directory, or a backend already opened (a team archive's
+    is ``asz.archive.open_archive``; ``asz.archive.open_root`` takes either form of name).
     Opening reads nothing; a missing directory is an empty root."""
     if not isinstance(location, str | os.PathLike):
         return Store(location, compression)
     text = os.fspath(location)
-    if text.startswith("s3://"):
-        from asz.archive import open_archive
-
-        return Store(open_archive(text), compression)
+    if is_archive(text):
+        raise StoreError(f"{text}: an archive is opened by asz.archive.open_root")
     if "://" in text:
         raise StoreError(f"{text}: a root is a directory or an s3://bucket/prefix archive")
     return Store(LocalBackend(Path(text)), compression)
