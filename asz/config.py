@@ -161,7 +161,7 @@ class Config:
 
     @property
     def location(self) -> str:
-        """The root as ``asz.store.open_store`` takes it: the archive's URL, or the directory."""
+        """The root as ``asz.archive.open_root`` takes it: the archive's URL, or the directory."""
         return self.root_url or str(self.root)
 
     @property

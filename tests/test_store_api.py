@@ -20,8 +20,8 @@ import pytest
 from conftest import FIXTURE_ROOT, FIXTURE_SESSION, REPO
 
 from asz.store import AmbiguousId, CodecError, NotASession, UnknownSession, open_store
-from asz.store.framing import decode_file, frame
-from asz.store.session_facts import FACTS
+from asz.store._framing import decode_file, frame
+from asz.store._session_facts import FACTS
 from asz.synth import SynthOptions, synthesize
 
 EXAMPLE = re.compile(r"```python\n(.*?)```", re.DOTALL)
@@ -253,3 +253,12 @@ def test_a_record_whose_bytes_were_changed_is_named_and_the_rest_still_read(
     assert first.file in str(refused.value) and "digest" in str(refused.value)
     responses = [key for key, body in reread.manifests().items() if body.role == "response"]
     assert all(reread.body(key) for key in responses)
+
+
+def test_every_public_name_of_the_store_is_on_the_api_page() -> None:
+    """``asz.store.__all__`` is the store's surface: each name is explained in docs/api.md."""
+    import asz.store
+
+    page = (REPO / "docs" / "api.md").read_text()
+    missing = [name for name in asz.store.__all__ if f"`{name}" not in page]
+    assert missing == []

@@ -34,7 +34,7 @@ from asz.commands import (
 from asz.commands.args import common_options
 from asz.config import Config, ConfigError, load_config
 from asz.exits import EXIT_FAILED, EXIT_USAGE, UsageError
-from asz.store.errors import StorageUnavailable
+from asz.store import StorageUnavailable
 
 
 class Command(Protocol):

@@ -117,9 +117,7 @@ def collect_once(config: Config, as_json: bool) -> int:
     from asz.output import print_json
     from asz.passes import pass_line, run_pass
     from asz.progress import progress
-    from asz.store import open_store
-    from asz.store.bodies import BodyLander
-    from asz.store.root import Busy, Root, UnsafeRoot, collector_lock
+    from asz.store import BodyLander, Busy, Root, UnsafeRoot, collector_lock, open_store
     from asz.view.keeper import ReportKeeper
     from asz.view.prices import price_table
 

@@ -75,9 +75,7 @@ def _demo(config: Config, claude_dir: Path, root_dir: Path, kept: bool) -> int:
     """Synthesises, collects, verifies and joins, saying each; ``kept``: the root stays after
     the demo, so the commands to read it are worth saying."""
     from asz.passes import pass_line, run_pass
-    from asz.store import BODY_KIND, open_store
-    from asz.store.bodies import BodyLander
-    from asz.store.root import Root, collector_lock
+    from asz.store import BODY_KIND, BodyLander, Root, collector_lock, open_store
     from asz.synth import SynthOptions, synthesize
     from asz.view import build_view
 

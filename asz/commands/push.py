@@ -50,8 +50,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
     from asz.archive.push import PushBusy, Pusher, push_line, push_lock
     from asz.locations import ArchiveUrl
     from asz.output import print_json
-    from asz.store import open_store
-    from asz.store.root import UnsafeRoot
+    from asz.store import UnsafeRoot, open_store
 
     root = local_root(config, "asz push")
     if not config.archive.url:

@@ -40,9 +40,7 @@ from asz.daemon.worker import FIRST_SCAN, RESCAN, PassResult, PassSchedule, Pass
 from asz.exits import EXIT_FAILED, EXIT_OK
 from asz.logs import configure_logging
 from asz.passes import pass_line, run_pass
-from asz.store import open_store
-from asz.store.bodies import BodyLander
-from asz.store.root import Busy, Root, UnsafeRoot, collector_lock
+from asz.store import BodyLander, Busy, Root, UnsafeRoot, collector_lock, open_store
 from asz.tally import Tally
 from asz.view.keeper import ReportKeeper
 from asz.view.prices import price_table
