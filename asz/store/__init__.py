@@ -80,7 +80,6 @@ from asz.store._root import Busy, Root, UnsafeRoot, collector_lock, state_lock
 from asz.store._scan import NotCuttable, array_items_from, message_spans
 from asz.store._session import BodyManifest, IndexLine, Session
 from asz.store._session_facts import (
-    SYNTHETIC_MODEL,
     CallFact,
     FactsBuilder,
     SessionFacts,
@@ -117,7 +116,6 @@ __all__ = [
     "SHOWN_PREFIX",
     "SNAPSHOT",
     "STATE_DIR",
-    "SYNTHETIC_MODEL",
     "TRANSCRIPT_KIND",
     "AmbiguousId",
     "Backend",

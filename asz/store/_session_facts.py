@@ -30,14 +30,13 @@ from asz.store._cached import optional_text
 from asz.store._derived import DerivedFile
 from asz.store._layout import TRANSCRIPT_KIND, facts_path
 from asz.store._streams import MAIN_STREAM, LandedWindow, StreamReader
+from asz.synthetic import SYNTHETIC_MODEL
 
 if TYPE_CHECKING:
     from asz.store._layout import LandedName
     from asz.store._session import Session
 
 FACTS = DerivedFile(facts_path, schema=3, limit=1 << 30)
-SYNTHETIC_MODEL = "<synthetic>"
-"""The model of a call Claude Code wrote itself and never sent: a message, not a call."""
 _ASSISTANT = b'"assistant"'
 _PROMPT_ID = b'"promptId"'
 _CWD_KEY = b'"cwd"'

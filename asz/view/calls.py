@@ -21,7 +21,8 @@ from typing import Any
 
 import orjson
 
-from asz.store import MAIN_STREAM, SYNTHETIC_MODEL, TranscriptLine
+from asz.store import MAIN_STREAM, TranscriptLine
+from asz.synthetic import SYNTHETIC_MODEL
 from asz.view.evidence import Seen, seen_on_line
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from asz.store import SYNTHETIC_MODEL
+from asz.synthetic import SYNTHETIC_MODEL
 from asz.view.evidence import Seen, StreamEvidence, seen_on_line, strongest
 from asz.view.prices import DIGITS, PriceTable, cost_usd, waste_usd, writes
 from asz.view.usage import StreamBreaks, Usage, hit_ratio
