@@ -49,7 +49,7 @@ def kept_cause(root: Path, session: str, message_id: str) -> dict[str, Any] | No
         report = kept_report(landed)
     except (StoreError, NotASession, OSError):
         return None
-    for row in (report or {}).get("rows", ()):
+    for row in report["rows"] if report else []:
         if isinstance(row, dict) and row.get("message_id") == message_id and row.get("cause"):
             detail = row.get("detail")
             return {
