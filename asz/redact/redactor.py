@@ -71,6 +71,7 @@ _UNSEEN: Any = object()
 _Change = tuple[int, int, bytes, tuple[str, ...], tuple[tuple["PathPart", ...], bool], str]
 """A string token's start and end in its piece, its replacement, the rules that fired, its
 path in the piece (and whether it is a key), and its text."""
+_SYSTEM_BLOCK = b'{"type":"text"'
 _Found = tuple[int, int, tuple[str, ...], tuple[tuple["PathPart", ...], bool], str]
 """A change in a document: its piece's number, its start, rules, path in the piece, text."""
 _Verdict = tuple[bytes, tuple[str, ...]] | None
@@ -387,20 +388,29 @@ def _encode(token: bytes, text: str) -> bytes:
 
 
 def _bounds(raw: bytes) -> list[int]:
-    """Where a body is cut: before each message (``{"role":``) and before the keys of the
-    parts every request of a session repeats (the first ``"system":`` and ``"tools":``,
-    the last ``"metadata":``, where Claude Code writes them). An unescaped quote is never
-    inside a string, so each is a token boundary and scanning strings from one is in step
-    with the document, wherever in it the cut falls."""
+    """Where a body is cut: before each message (``{"role":``), before the keys of the
+    parts every request of a session repeats (the first ``"system":`` and ``"tools":``, the
+    last ``"metadata":``, where Claude Code writes them), and before each block of the system
+    prompt, whose first block (the billing header) changes at every request while the others
+    stay. An unescaped quote is never inside a string, so each cut is a token boundary and
+    scanning strings from one is in step with the document, wherever in it the cut falls."""
     cuts = [0]
     at = raw.find(b'{"role":')
     while at >= 0:
         cuts.append(at)
         at = raw.find(b'{"role":', at + 1)
+    system = raw.find(b'"system":[')
     for key, last in ((b'"system":', False), (b'"tools":', False), (b'"metadata":', True)):
         at = raw.rfind(key) if last else raw.find(key)
         if at > 0:
             cuts.append(at)
+    if system > 0:
+        ends = [cut for cut in cuts if cut > system]
+        end = min(ends) if ends else len(raw)
+        at = raw.find(_SYSTEM_BLOCK, system, end)
+        while at >= 0:
+            cuts.append(at)
+            at = raw.find(_SYSTEM_BLOCK, at + 1, end)
     cuts.sort()
     cuts.append(len(raw))
     return cuts
@@ -415,11 +425,14 @@ def _placed(
     parsed document must hold the change's text there)."""
     messages = parsed.get("messages") if isinstance(parsed, dict) else None
     places: list[tuple[PathPart, ...]] = []
-    index = 0
+    index = block = 0
     for start in bounds[:-1]:
         if start and raw.startswith(b'{"role":', start):
             places.append(("messages", index))
             index += 1
+        elif start and raw.startswith(_SYSTEM_BLOCK, start):
+            places.append(("system", block))
+            block += 1
         else:
             places.append(())
     if index != (len(messages) if isinstance(messages, list) else 0):
