@@ -8,7 +8,12 @@ tool result resent by every later request is scanned once.
 
 Targets: >= 50 MB/s of source bodies, peak RSS < 200 MB.
 
+With ``--samples DIR`` (the real Claude Code samples) it measures false positives instead:
+the markers each rule makes per MB of real bodies and of real transcript lines, which
+docs/security.md states.
+
     .venv/bin/python bench/redact.py [--megabytes 300] [--secrets] [--workdir DIR]
+    .venv/bin/python bench/redact.py --samples ../shared/claude-code-samples
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from collect import build_backlog
 
 from asz.adapters.provider_source import list_sources
-from asz.redact import Policy, Redactor
+from asz.redact import IDENTITY_RULES, Policy, Redactor
+from asz.redact.samples import sample_documents
 from asz.synth import SynthOptions
 
 TARGETS = {"mb_s": 50.0, "peak_rss_mb": 200.0}
@@ -81,6 +87,25 @@ def report(figures: dict) -> None:
     print(f"bodies changed {figures['changed']:,}; markers by rule: {figures['markers']}")
 
 
+def samples(directory: Path) -> None:
+    """Markers per MB by rule over the real samples, bodies and transcript lines apart."""
+    redactor = Redactor(Policy(), b"bench-key-bench-key-bench-key")
+    sizes: collections.Counter[str] = collections.Counter()
+    fired: collections.Counter[tuple[str, str]] = collections.Counter()
+    for kind, _where, raw in sample_documents(directory):
+        sizes[kind] += len(raw)
+        out = redactor.body(raw) if kind == "body" else redactor.line(raw)
+        fired.update((kind, hit.rule) for hit in out.hits)
+    for kind in ("body", "line"):
+        name = "bodies" if kind == "body" else "transcript lines"
+        print(f"{name}: {sizes[kind] / 1e6:.2f} MB")
+        for (of, rule), n in sorted(fired.items()):
+            if of == kind:
+                print(f"  {rule:<20} {n:>6}  {n / (sizes[kind] / 1e6):8.1f} per MB")
+    secret = sum(n for (_kind, rule), n in fired.items() if rule not in IDENTITY_RULES)
+    print(f"secret-rule markers: {secret} (baseline 0)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megabytes", type=float, default=300.0)
@@ -88,8 +113,12 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=12)
     parser.add_argument("--secrets", action="store_true", help="synth --secrets captures")
     parser.add_argument("--workdir", type=Path, help="kept afterwards (default: a temp dir)")
+    parser.add_argument("--samples", type=Path, metavar="DIR", help="measure false positives")
     parser.add_argument("--measure", type=Path, metavar="BODIES", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.samples:
+        samples(args.samples)
+        return
     if args.measure:
         sys.stdout.buffer.write(orjson.dumps(measure(args.measure)))
         return
