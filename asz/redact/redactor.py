@@ -105,22 +105,30 @@ class Redactor:
 
     def text(self, value: str) -> str:
         """Free text (a cause's detail, an exported string), redacted."""
+        if not self.policy.enabled:
+            return value
         spans = self._scan(value)
         if spans:
             self.counts.update(rule for _, _, rule in spans)
         return self._replace(value, spans)
 
     def findings(self, raw: bytes) -> list[Finding]:
-        """Each hit of a document with a little masked context, for ``asz redact --show``."""
+        """Each hit of a document with a little masked context, for ``asz redact --show``
+        (withheld parts are not shown: they are whole strings, not finds)."""
         found: list[Finding] = []
-        for start, path, _key in string_paths(raw):
-            match = STRING.match(raw, start)
-            if match is None or len(match.group()) < MIN_TOKEN:
-                continue
-            try:
-                text = decode(match.group())
-            except ValueError:
-                continue
+        if not self.policy.enabled:
+            return found
+        try:
+            orjson.loads(raw)
+            strings = [(path, STRING.match(raw, at)) for at, path, _ in string_paths(raw)]
+            texts = [
+                (path, decode(m.group()))
+                for path, m in strings
+                if m and len(m.group()) >= MIN_TOKEN
+            ]
+        except (orjson.JSONDecodeError, ValueError):
+            texts = [((), raw.decode("utf-8", "surrogateescape"))]
+        for path, text in texts:
             spans = self._scan(text)
             if not spans:
                 continue
@@ -249,7 +257,7 @@ class Redactor:
         if not hits:
             return Redacted(raw, ())
         pieces.append(raw[done:])
-        self.counts.update(hit.rule for hit in hits if hit.rule.startswith("withheld-"))
+        self.counts.update(hit.rule for hit in hits)
         return Redacted(b"".join(pieces), tuple(hits))
 
     def _withheld_class(
@@ -351,7 +359,7 @@ class Redactor:
             out.append(text[done:start])
             value = text[start:end]
             if rule == INSTRUCTIONS_RULE.name:
-                out.append(self._withheld_marker(rule, value))
+                out.append(self._withheld_marker("instructions", value))
             else:
                 out.append(self._marker(rule, value))
             done = end

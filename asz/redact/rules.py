@@ -407,7 +407,7 @@ IDENTITY_RULES_TABLE: tuple[Rule, ...] = (
 )
 
 INSTRUCTIONS_RULE = Rule(
-    "instructions", "withheld", OURS, ("claude.md", "memory"), True, _instructions
+    "withheld-instructions", "withheld", OURS, ("claude.md", "memory"), True, _instructions
 )
 
 ALL_RULES = SECRET_RULES + IDENTITY_RULES_TABLE
