@@ -282,3 +282,9 @@ def _shape(value: object) -> object:
 
 def _outside_strings(raw: bytes) -> bytes:
     return STRING.sub(b'""', raw)
+
+
+def test_show_finds_the_bare_user_id_too() -> None:
+    found = redactor().findings(doc(metadata={"user_id": "ef" * 32}))
+    assert [(f.rule, f.path) for f in found] == [("device-id", "$.metadata.user_id")]
+    assert "ef" * 32 not in found[0].context
