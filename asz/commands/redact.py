@@ -87,8 +87,8 @@ def make_redactor(config: Config, *, make: bool = True) -> Redactor:
     from asz.redact import Policy, Redactor, redaction_key
     from asz.store.layout import REDACT_KEY_FILE, STATE_DIR
 
-    policy = Policy.from_settings(asdict(config.redact))
     try:
+        policy = Policy.from_settings(asdict(config.redact))
         key, _origin = redaction_key(
             config.redact.key, os.environ, config.root / STATE_DIR / REDACT_KEY_FILE, make=make
         )
