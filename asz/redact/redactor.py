@@ -25,6 +25,8 @@ from asz.redact.paths import STRING, PathPart, decode, format_path, string_paths
 from asz.redact.policy import Policy
 from asz.redact.rules import INSTRUCTIONS_RULE, RULES, Rule
 
+__all__ = ["Finding", "Hit", "Redacted", "Redactor", "ScannerFailed"]
+
 HASH_CHARS = 12
 MEMO_BYTES = 64 * 1024 * 1024
 """What the kept verdicts may hold at most; past it they are let go, all at once."""

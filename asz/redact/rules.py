@@ -32,6 +32,16 @@ from detect_secrets.plugins.private_key import PrivateKeyDetector
 from detect_secrets.plugins.slack import SlackDetector
 from detect_secrets.plugins.stripe import StripeDetector
 
+__all__ = [
+    "ALL_RULES",
+    "IDENTITY_RULES",
+    "INSTRUCTIONS_RULE",
+    "RULES",
+    "RULE_NAMES",
+    "Rule",
+    "Span",
+]
+
 Span = tuple[int, int]
 """Where a found value sits in the decoded string: [start, end)."""
 
