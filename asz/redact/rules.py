@@ -148,10 +148,16 @@ def _keyword(text: str) -> Iterator[Span]:
     false positives and placeholders. Its expressions run on a window around each name
     followed by an assignment, not over a whole file's text."""
     before, after = KEYWORD_WINDOW
-    seen: set[Span] = set()
+    windows: list[list[int]] = []
     for near in _KEYWORD_NEAR.finditer(text):
-        offset = max(0, near.start() - before)
-        window = text[offset : near.end() + after]
+        start, end = max(0, near.start() - before), near.end() + after
+        if windows and start <= windows[-1][1]:
+            windows[-1][1] = end  # overlapping windows are read as one
+        else:
+            windows.append([start, end])
+    seen: set[Span] = set()
+    for offset, end in windows:
+        window = text[offset:end]
         for pattern, group in _KEYWORD_PATTERNS:
             for match in pattern.finditer(window):
                 value = match.group(group)
