@@ -39,10 +39,12 @@ files are rebuilt from the landed files whenever they are missing or do not matc
 """
 
 from asz.bodykeys import BodyKeys
-from asz.store.backend import Backend, Entry, LocalBackend, TempFile
-from asz.store.bodyparts import BodyParts
-from asz.store.derived import DerivedFile, Kept
-from asz.store.errors import (
+from asz.store._backend import Backend, Entry, LocalBackend, TempFile
+from asz.store._bodies import BodyLander, IncomingBody
+from asz.store._bodyparts import BodyParts
+from asz.store._codec import common_prefix
+from asz.store._derived import DerivedFile, Kept
+from asz.store._errors import (
     AmbiguousId,
     BodyNotFound,
     DamagedTranscript,
@@ -52,52 +54,90 @@ from asz.store.errors import (
     TranscriptNotFound,
     UnknownSession,
 )
-from asz.store.framing import LandedFile, LandedFileError, LandedRecord
-from asz.store.layout import (
+from asz.store._framing import MAX_CONTENT_BYTES, LandedFile, LandedFileError, LandedRecord
+from asz.store._layout import (
     BODY_KIND,
+    CURSOR_FILE,
+    EXPORT_LOCK_FILE,
     INDEX_KIND,
     KINDS,
+    PUSH_LOCK_FILE,
+    REDACT_KEY_FILE,
+    STATE_DIR,
     TRANSCRIPT_KIND,
     LandedName,
     NotASession,
+    facts_path,
+    index_dir,
+    landed_name,
+    parse_landed,
+    report_path,
+    stream_dir,
+    stream_key,
 )
-from asz.store.manifest import CodecError
-from asz.store.resolve import MIN_PREFIX, SHOWN_PREFIX, unique_prefixes
-from asz.store.session import BodyManifest, IndexLine, Session
-from asz.store.session_facts import CallFact, SessionFacts
-from asz.store.store import Store, open_store
-from asz.store.streams import (
+from asz.store._manifest import MAX_BODY, MAX_DEPTH, CodecError
+from asz.store._resolve import MIN_PREFIX, SHOWN_PREFIX, unique_prefixes
+from asz.store._root import Busy, Root, UnsafeRoot, collector_lock, state_lock
+from asz.store._scan import NotCuttable, array_items_from, message_spans
+from asz.store._session import BodyManifest, IndexLine, Session
+from asz.store._session_facts import (
+    SYNTHETIC_MODEL,
+    CallFact,
+    FactsBuilder,
+    SessionFacts,
+    open_facts,
+    save_facts,
+)
+from asz.store._store import Store, open_store
+from asz.store._streams import (
+    APPEND,
     MAIN_STREAM,
+    SNAPSHOT,
     Fresh,
     LandedWindow,
     StreamReader,
     TranscriptLine,
 )
-from asz.store.summary import SessionSummary
-from asz.store.verify import VerifyReport, check_derived
-from asz.store.writer import Batch, Landed, ReadBackError, SessionWriter
+from asz.store._summary import SessionSummary
+from asz.store._verify import VerifyReport, check_derived
+from asz.store._writer import Batch, Landed, ReadBackError, SessionWriter
 
 __all__ = [
+    "APPEND",
     "BODY_KIND",
+    "CURSOR_FILE",
+    "EXPORT_LOCK_FILE",
     "INDEX_KIND",
     "KINDS",
     "MAIN_STREAM",
+    "MAX_BODY",
+    "MAX_CONTENT_BYTES",
+    "MAX_DEPTH",
     "MIN_PREFIX",
+    "PUSH_LOCK_FILE",
+    "REDACT_KEY_FILE",
     "SHOWN_PREFIX",
+    "SNAPSHOT",
+    "STATE_DIR",
+    "SYNTHETIC_MODEL",
     "TRANSCRIPT_KIND",
     "AmbiguousId",
     "Backend",
     "Batch",
     "BodyKeys",
+    "BodyLander",
     "BodyManifest",
     "BodyNotFound",
     "BodyParts",
+    "Busy",
     "CallFact",
     "CodecError",
     "DamagedTranscript",
     "DerivedFile",
     "Entry",
+    "FactsBuilder",
     "Fresh",
+    "IncomingBody",
     "IndexLine",
     "Kept",
     "Landed",
@@ -108,8 +148,10 @@ __all__ = [
     "LandedWindow",
     "LocalBackend",
     "NotASession",
+    "NotCuttable",
     "Problem",
     "ReadBackError",
+    "Root",
     "Session",
     "SessionFacts",
     "SessionSummary",
@@ -122,8 +164,23 @@ __all__ = [
     "TranscriptLine",
     "TranscriptNotFound",
     "UnknownSession",
+    "UnsafeRoot",
     "VerifyReport",
+    "array_items_from",
     "check_derived",
+    "collector_lock",
+    "common_prefix",
+    "facts_path",
+    "index_dir",
+    "landed_name",
+    "message_spans",
+    "open_facts",
     "open_store",
+    "parse_landed",
+    "report_path",
+    "save_facts",
+    "state_lock",
+    "stream_dir",
+    "stream_key",
     "unique_prefixes",
 ]
