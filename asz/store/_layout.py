@@ -31,6 +31,8 @@ LOCK_FILE = "_lock"
 PUSH_LOCK_FILE = "archive-push.lock"
 EXPORT_LOCK_FILE = "otlp-export.lock"
 """Under ``_state``: one push, and one OTLP export, from a root at a time."""
+REDACT_KEY_FILE = "redact.key"
+"""Under ``_state``: the redaction key made for a root that was given none (``asz.redact``)."""
 _LANDED_NAME = re.compile(r"^([a-z_]+)-(\d{8,})\.asz$")
 
 
