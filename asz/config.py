@@ -121,6 +121,11 @@ class OtlpConfig:
     metrics: bool = True
     """The service also sends its cache-cost counters over OTLP (``/v1/metrics``)."""
     metrics_interval: float = 60.0
+    content: bool = False
+    """Spans also carry what each call sent (system prompt, tools, messages), through the
+    ``[redact]`` policy; off by default (docs/otel.md)."""
+    content_limit: int = 256 * 1024
+    """Bytes of one content attribute at most (``asz.export.content``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -451,6 +456,8 @@ def _check_budgets(config: Config, where: str) -> None:
     for key in ("backoff", "metrics_interval"):  # 0 would ask a failing endpoint in a loop
         if getattr(otlp, key) <= 0:
             raise ConfigError(f"{where}: otlp.{key} must be positive")
+    if otlp.content_limit < 1024:
+        raise ConfigError(f"{where}: otlp.content_limit must be at least 1024 bytes")
     service = config.service
     for key in (
         "batch_window",

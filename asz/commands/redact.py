@@ -9,7 +9,6 @@ The local root itself is never changed.
 from __future__ import annotations
 
 import argparse
-import os
 from typing import TYPE_CHECKING
 
 from asz.commands.args import SESSION_HELP, landed_session, open_root
@@ -84,23 +83,15 @@ def make_redactor(config: Config, *, make: bool = True) -> Redactor:
     draws one for itself instead, since its counts do not depend on it. A rule or class the
     policy does not know is a usage error naming the config file (the config, a leaf
     module, checks only the types: the names are the redactor's)."""
-    from dataclasses import asdict
-
-    from asz.redact import Policy, Redactor, redaction_key
+    from asz.redact import configured_redactor
     from asz.store import REDACT_KEY_FILE, STATE_DIR
 
     where = str(config.source_file) if config.source_file else "the defaults"
+    key_file = config.root / STATE_DIR / REDACT_KEY_FILE
     try:
-        policy = Policy.from_settings(asdict(config.redact))
+        return configured_redactor(config, key_file, make=make)
     except ValueError as err:
         raise UsageError(f"{where}: {err}") from None
-    try:
-        key, _origin = redaction_key(
-            config.redact.key, os.environ, config.root / STATE_DIR / REDACT_KEY_FILE, make=make
-        )
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    return Redactor(policy, key)
 
 
 def _print_tallies(redactor: Redactor, tallies: dict[str, Tally]) -> None:

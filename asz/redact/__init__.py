@@ -9,6 +9,7 @@ This package imports leaf modules and third-party libraries only.
 
 from __future__ import annotations
 
+from asz.redact.configured import configured_redactor
 from asz.redact.key import KEY_ENV, redaction_key
 from asz.redact.policy import WITHHOLD_CLASSES, Policy
 from asz.redact.redactor import Finding, Hit, Redacted, Redactor, ScannerFailed
@@ -29,6 +30,7 @@ __all__ = [
     "ScannerFailed",
     "SessionLike",
     "Tally",
+    "configured_redactor",
     "redaction_key",
     "tally_documents",
     "tally_session",
