@@ -103,13 +103,14 @@ class _State:
 
 
 class RedactedRoot:
-    """The counterpart of ``root`` under one policy, made with one redactor (see the module)."""
+    """The counterpart of the root ``store`` reads, kept in ``path`` (a private directory
+    of one policy's), made with one redactor (see the module)."""
 
-    def __init__(self, root: Path, store: Store, redactor: Redactor, fingerprint: str) -> None:
+    def __init__(self, path: Path, store: Store, redactor: Redactor, fingerprint: str) -> None:
         self.store = store
         self.redactor = redactor
         self.fingerprint = fingerprint
-        self.path = root / STATE_DIR / REDACTED_DIR / fingerprint
+        self.path = path
         self.shadow = Store(LocalBackend(self.path))
         self._swept = False
 
@@ -141,7 +142,6 @@ class RedactedRoot:
         sequence order, stopping at the first that fails (see the module)."""
         if not self._swept:
             # Only the holder of the push lock writes here: a temporary file is a dead one's.
-            private_dir(self.path.parent)
             private_dir(self.path)
             remove_stale_temps(self.path)
             self._swept = True
@@ -307,13 +307,12 @@ class RedactedRoot:
             yield {**row.meta, "sha256": hashlib.sha256(redacted.data).hexdigest()}, redacted.data
 
 
-def root_redactor(config: Config, root: Path) -> tuple[Redactor, str] | None:
+def root_redactor(config: Config, key_file: Path) -> tuple[Redactor, str] | None:
     """The redactor of the config's policy, with the key given (``ASZ_REDACT_KEY``, the
-    config's) or kept under ``root``, and the policy's fingerprint; None when it is off."""
+    config's) or kept in ``key_file``, and the policy's fingerprint; None when it is off."""
     policy = Policy.from_settings(asdict(config.redact))
     if not policy.enabled:
         return None
-    key_file = root / STATE_DIR / REDACT_KEY_FILE
     key, _origin = redaction_key(config.redact.key, os.environ, key_file)
     policy = policy.with_key(key)
     return Redactor(policy, key), policy.fingerprint
@@ -321,8 +320,10 @@ def root_redactor(config: Config, root: Path) -> tuple[Redactor, str] | None:
 
 def redacted_root(config: Config, root: Path, store: Store) -> RedactedRoot | None:
     """What a push from ``root`` sends under the config's policy; None: the files go raw."""
-    made = root_redactor(config, root)
-    return None if made is None else RedactedRoot(root, store, *made)
+    made = root_redactor(config, root / STATE_DIR / REDACT_KEY_FILE)
+    if made is None:
+        return None
+    return RedactedRoot(root / STATE_DIR / REDACTED_DIR / made[1], store, *made)
 
 
 def bucket_record(path: str) -> str:
