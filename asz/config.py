@@ -124,6 +124,25 @@ class OtlpConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class RedactConfig:
+    """What is redacted where data leaves the machine: the archive, ``asz serve`` beyond
+    loopback, every export (``asz.redact``, docs/security.md). The local root stays exact.
+
+    The key is better given in ``ASZ_REDACT_KEY`` than here: it is a secret of the archive's.
+    """
+
+    enabled: bool = True
+    disable: tuple[str, ...] = ()
+    """Rules that do not run (``asz.redact.RULE_NAMES``)."""
+    withhold: tuple[str, ...] = ()
+    """Parts withheld whole: ``system``, ``tools``, ``instructions``, ``tool-results``."""
+    home_paths: bool = True
+    """Whether the user name in home paths is replaced (the ``user`` rule)."""
+    key: str = ""
+    """The markers' hash key; empty: ``ASZ_REDACT_KEY``, else one kept under the root."""
+
+
+@dataclass(frozen=True, slots=True)
 class ModelPrice:
     """What a model's tokens cost, in US dollars per million tokens."""
 
@@ -150,6 +169,7 @@ class Config:
     service: ServiceConfig = ServiceConfig()
     archive: ArchiveConfig = ArchiveConfig()
     otlp: OtlpConfig = OtlpConfig()
+    redact: RedactConfig = RedactConfig()
     root_url: str = ""
     """The archive ``--root`` (or ``ASZ_ROOT``, or ``root``) named instead of a directory
     (``s3://bucket/prefix``): the reading commands read it, the commands that write into a
@@ -301,7 +321,20 @@ def load_config(
     if merged.archive.url:
         _archive_url(merged.archive.url, where)
     _check_budgets(merged, where)
+    _check_redact(merged.redact, where)
     return merged
+
+
+def _check_redact(section: RedactConfig, where: str) -> None:
+    """The rule and class names checked when the file is read, not at the first push."""
+    from dataclasses import asdict
+
+    from asz.redact import Policy
+
+    try:
+        Policy.from_settings(asdict(section))
+    except ValueError as err:
+        raise ConfigError(f"{where}: {err}") from None
 
 
 def _archive_url(url: str, where: str) -> str:

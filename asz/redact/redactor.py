@@ -1,0 +1,349 @@
+"""The redactor: every JSON string of a document scanned, and rewritten in place if it holds
+something the policy redacts.
+
+Redaction acts on strings only, on the raw bytes: bytes outside a changed string stay
+identical, and the output is JSON of the same structure. Each string's verdict is kept,
+keyed by its raw token (or a digest of a long one), so a tool result that 200 later requests
+resend is scanned once: the cost follows unique bytes, not bytes written. Nested JSON inside
+a string is text to the rules.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import hmac
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import orjson
+
+from asz.redact.paths import STRING, PathPart, decode, format_path, string_paths
+from asz.redact.policy import Policy
+from asz.redact.rules import INSTRUCTIONS_RULE, RULES, Rule
+
+HASH_CHARS = 12
+MEMO_BYTES = 64 * 1024 * 1024
+"""What the kept verdicts may hold at most; past it they are let go, all at once."""
+MIN_TOKEN = 8
+"""A string token (quotes included) shorter than this holds no value any rule finds."""
+CONTEXT_CHARS = 24
+MARKER_OPEN = "«"
+KEPT_KEYS = frozenset({"type", "name", "id", "tool_use_id", "media_type"})
+"""Inside a withheld part, the strings under these keys stay: they are its shape."""
+
+
+class ScannerFailed(Exception):
+    """A scan that could not finish; a caller must then send nothing of the document."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One marker made: its rule and the JSON path of the string it is in."""
+
+    rule: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class Redacted:
+    """A document's redacted bytes and the markers in it, in document order."""
+
+    data: bytes
+    hits: tuple[Hit, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A hit shown to the user: its rule, path, and the text around it with every found value
+    replaced by its marker (never the value)."""
+
+    rule: str
+    path: str
+    context: str
+
+
+_Span = tuple[int, int, str]
+_Verdict = tuple[bytes, tuple[str, ...]] | None
+
+
+class Redactor:
+    """Redacts documents under one policy and key; one per run, so its memo spans the run."""
+
+    def __init__(self, policy: Policy, key: bytes) -> None:
+        self.policy = policy.with_key(key)
+        self._key = key
+        self._rules: tuple[Rule, ...] = tuple(RULES[name] for name in self.policy.rules)
+        if "instructions" in policy.withhold:
+            self._rules = (INSTRUCTIONS_RULE, *self._rules)
+        self._fold = any(rule.fold for rule in self._rules)
+        self._memo: dict[bytes, _Verdict] = {}
+        self._memo_bytes = 0
+        self.counts: collections.Counter[str] = collections.Counter()
+        self._structural = bool(set(policy.withhold) - {"instructions"})
+
+    # --- the public calls --------------------------------------------------------------
+
+    def body(self, raw: bytes) -> Redacted:
+        """One provider body (JSON bytes), redacted."""
+        return self._document(raw)
+
+    def line(self, raw: bytes) -> Redacted:
+        """One transcript line (without its newline), or any JSON line, redacted."""
+        return self._document(raw)
+
+    def text(self, value: str) -> str:
+        """Free text (a cause's detail, an exported string), redacted."""
+        spans = self._scan(value)
+        if spans:
+            self.counts.update(rule for _, _, rule in spans)
+        return self._replace(value, spans)
+
+    def findings(self, raw: bytes) -> list[Finding]:
+        """Each hit of a document with a little masked context, for ``asz redact --show``."""
+        found: list[Finding] = []
+        for start, path, _key in string_paths(raw):
+            match = STRING.match(raw, start)
+            if match is None or len(match.group()) < MIN_TOKEN:
+                continue
+            try:
+                text = decode(match.group())
+            except ValueError:
+                continue
+            spans = self._scan(text)
+            if not spans:
+                continue
+            shown = self._replace(text, spans)
+            where = format_path(path)
+            cursor = 0
+            for _, _, rule in spans:
+                at = shown.index(MARKER_OPEN, cursor)
+                close = shown.index("»", at) + 1
+                cursor = close
+                left = shown[max(0, at - CONTEXT_CHARS) : at]
+                right = shown[close : close + CONTEXT_CHARS]
+                context = f"{left}{shown[at:close]}{right}".replace("\n", "⏎")
+                found.append(Finding(rule, where, context))
+        return found
+
+    # --- documents ---------------------------------------------------------------------
+
+    def _document(self, raw: bytes) -> Redacted:
+        if not self.policy.enabled:
+            return Redacted(raw, ())
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return self._as_text(raw)
+        try:
+            if self._structural:
+                return self._withholding(raw, parsed)
+            return self._strings(raw)
+        except (ValueError, UnicodeError, RecursionError) as err:
+            raise ScannerFailed(f"the scan stopped: {type(err).__name__}") from None
+
+    def _strings(self, raw: bytes) -> Redacted:
+        pieces: list[bytes] = []
+        changed: list[tuple[int, tuple[str, ...]]] = []
+        done = 0
+        for match in STRING.finditer(raw):
+            token = match.group()
+            if len(token) < MIN_TOKEN:
+                continue
+            verdict = self._verdict(token)
+            if verdict is None and len(token) == 66:
+                verdict = self._bare_user_id(raw, match.start(), token)
+            if verdict is None:
+                continue
+            start = match.start()
+            pieces.append(raw[done:start])
+            pieces.append(verdict[0])
+            done = match.end()
+            changed.append((start, verdict[1]))
+        if not changed:
+            return Redacted(raw, ())
+        pieces.append(raw[done:])
+        return Redacted(b"".join(pieces), self._hits(raw, changed))
+
+    def _withholding(self, raw: bytes, parsed: object) -> Redacted:
+        """The slow walk, taken only when a class is withheld: every string's path decides."""
+        results = _tool_results(parsed) if "tool-results" in self.policy.withhold else set()
+        pieces: list[bytes] = []
+        hits: list[Hit] = []
+        done = 0
+        for start, path, is_key in string_paths(raw):
+            match = STRING.match(raw, start)
+            assert match is not None
+            token = match.group()
+            withheld = None if is_key else self._withheld_class(path, results)
+            if withheld is not None:
+                text = decode(token)
+                marker = self._withheld_marker(withheld, text)
+                replacement: bytes | None = orjson.dumps(marker)
+                rules: tuple[str, ...] = (f"withheld-{withheld}",)
+            else:
+                verdict = self._verdict(token) if len(token) >= MIN_TOKEN else None
+                if verdict is None and len(token) == 66:
+                    verdict = self._bare_user_id(raw, start, token)
+                replacement, rules = verdict if verdict is not None else (None, ())
+            if replacement is None:
+                continue
+            pieces.append(raw[done:start])
+            pieces.append(replacement)
+            done = match.end()
+            where = format_path(path)
+            hits.extend(Hit(rule, where) for rule in rules)
+        if not hits:
+            return Redacted(raw, ())
+        pieces.append(raw[done:])
+        self.counts.update(hit.rule for hit in hits if hit.rule.startswith("withheld-"))
+        return Redacted(b"".join(pieces), tuple(hits))
+
+    def _withheld_class(
+        self, path: tuple[PathPart, ...], results: set[tuple[PathPart, ...]]
+    ) -> str | None:
+        if path and path[-1] in KEPT_KEYS:
+            return None
+        top = path[0] if path else None
+        withhold = self.policy.withhold
+        if top == "system" and "system" in withhold:
+            return "system"
+        if top == "tools" and "tools" in withhold:
+            return "tools"
+        if results and any(path[: len(prefix)] == prefix for prefix in results):
+            return "tool-results"
+        return None
+
+    def _as_text(self, raw: bytes) -> Redacted:
+        """A document that is not JSON is text: redacted all the same, never passed raw."""
+        text = raw.decode("utf-8", "surrogateescape")
+        spans = self._scan(text)
+        if not spans:
+            return Redacted(raw, ())
+        self.counts.update(rule for _, _, rule in spans)
+        data = self._replace(text, spans).encode("utf-8", "surrogateescape")
+        return Redacted(data, tuple(Hit(rule, "$") for _, _, rule in spans))
+
+    def _hits(self, raw: bytes, changed: list[tuple[int, tuple[str, ...]]]) -> tuple[Hit, ...]:
+        """The paths of the changed strings, found by one walk up to the last of them."""
+        wanted = {start: rules for start, rules in changed}
+        hits: list[Hit] = []
+        for start, path, is_key in string_paths(raw, until=changed[-1][0]):
+            rules = wanted.get(start)
+            if rules is not None:
+                where = format_path(path) + ("(key)" if is_key else "")
+                hits.extend(Hit(rule, where) for rule in rules)
+        self.counts.update(hit.rule for hit in hits)
+        return tuple(hits)
+
+    # --- strings -----------------------------------------------------------------------
+
+    def _verdict(self, token: bytes) -> _Verdict:
+        memo_key = token if len(token) <= 256 else hashlib.blake2b(token, digest_size=16).digest()
+        try:
+            return self._memo[memo_key]
+        except KeyError:
+            pass
+        text = decode(token)
+        spans = self._scan(text)
+        verdict: _Verdict = None
+        if spans:
+            verdict = (_encode(token, self._replace(text, spans)), tuple(r for _, _, r in spans))
+        cost = len(memo_key) + 64 + (len(verdict[0]) if verdict else 0)
+        if self._memo_bytes + cost > MEMO_BYTES:
+            self._memo.clear()
+            self._memo_bytes = 0
+        self._memo[memo_key] = verdict
+        self._memo_bytes += cost
+        return verdict
+
+    def _bare_user_id(self, raw: bytes, start: int, token: bytes) -> _Verdict:
+        """The 1.0.6 form of ``metadata.user_id``: a bare 64-hex device hash, told from any
+        other digest by its key alone."""
+        if (
+            "device-id" not in self.policy.rules
+            or raw.rfind(b'"user_id"', max(0, start - 16), start) < 0
+        ):
+            return None
+        text = decode(token)
+        if not all(char in "0123456789abcdef" for char in text):
+            return None
+        return orjson.dumps(self._marker("device-id", text)), ("device-id",)
+
+    def _scan(self, text: str) -> list[_Span]:
+        lowered = text.lower() if self._fold else text
+        spans: list[_Span] = []
+        for rule in self._rules:
+            if rule.gate(text, lowered):
+                spans.extend((start, end, rule.name) for start, end in rule.find(text))
+        if not spans:
+            return spans
+        spans.sort(key=lambda span: (span[0], span[0] - span[1]))
+        kept: list[_Span] = []
+        for span in spans:
+            if kept and span[0] < kept[-1][1]:
+                continue
+            if MARKER_OPEN in text and _in_marker(text, span):
+                continue
+            kept.append(span)
+        return kept
+
+    def _replace(self, text: str, spans: Iterable[_Span]) -> str:
+        out: list[str] = []
+        done = 0
+        for start, end, rule in spans:
+            out.append(text[done:start])
+            value = text[start:end]
+            if rule == INSTRUCTIONS_RULE.name:
+                out.append(self._withheld_marker(rule, value))
+            else:
+                out.append(self._marker(rule, value))
+            done = end
+        out.append(text[done:])
+        return "".join(out)
+
+    def _digest(self, value: str) -> str:
+        data = value.encode("utf-8", "surrogatepass")
+        return hmac.new(self._key, data, hashlib.sha256).hexdigest()[:HASH_CHARS]
+
+    def _marker(self, rule: str, value: str) -> str:
+        return f"«redacted:{rule}:{self._digest(value)}»"
+
+    def _withheld_marker(self, what: str, value: str) -> str:
+        size = len(value.encode("utf-8", "surrogatepass"))
+        return f"«withheld:{what}:{self._digest(value)}:{size} bytes»"
+
+
+def _in_marker(text: str, span: _Span) -> bool:
+    """Whether a found span lies in a marker already there (a redacted text redacted again)."""
+    opened = text.rfind(MARKER_OPEN, 0, span[1])
+    return opened >= 0 and text.find("»", opened) >= span[0]
+
+
+def _encode(token: bytes, text: str) -> bytes:
+    """The string token for ``text``: written as the source was where it had no escapes (so
+    the bytes around a marker stay), else through the JSON encoder."""
+    if b"\\" not in token:
+        return b'"' + text.encode("utf-8", "surrogateescape") + b'"'
+    try:
+        return orjson.dumps(text)
+    except orjson.JSONEncodeError:
+        return json.dumps(text).encode()
+
+
+def _tool_results(parsed: object) -> set[tuple[PathPart, ...]]:
+    """The paths of every tool result's content, and of a transcript line's toolUseResult."""
+    found: set[tuple[PathPart, ...]] = set()
+    stack: list[tuple[tuple[PathPart, ...], object]] = [((), parsed)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "tool_result" and "content" in node:
+                found.add((*path, "content"))
+            if not path and "toolUseResult" in node:
+                found.add(("toolUseResult",))
+            stack.extend(((*path, key), value) for key, value in node.items())
+        elif isinstance(node, list):
+            stack.extend(((*path, index), value) for index, value in enumerate(node))
+    return found
