@@ -128,9 +128,7 @@ def test_the_archive_holds_redacted_files_that_every_reader_reads(
         assert mode == (0o700 if path.is_dir() else 0o600), path
 
 
-def test_a_second_push_redacts_only_what_landed_since(
-    s3: S3Server, tmp_path: Path
-) -> None:
+def test_a_second_push_redacts_only_what_landed_since(s3: S3Server, tmp_path: Path) -> None:
     machine = Machine(tmp_path / "m")
     machine.land(SynthOptions(sessions=1, turns=3))
     prefix = bucket_prefix(tmp_path)

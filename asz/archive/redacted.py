@@ -32,6 +32,7 @@ goes, and never raw.
 from __future__ import annotations
 
 import collections
+import contextlib
 import hashlib
 import os
 from collections.abc import Iterator
@@ -131,10 +132,8 @@ class RedactedRoot:
     def rules(self, path: str) -> collections.Counter[str]:
         """How many markers each rule left in the counterpart of ``path``."""
         counts: collections.Counter[str] = collections.Counter()
-        try:
+        with contextlib.suppress(OSError, orjson.JSONDecodeError, AttributeError, TypeError):
             counts.update(orjson.loads(self.record(path)).get("rules", {}))
-        except (OSError, orjson.JSONDecodeError, AttributeError, TypeError):
-            pass
         return counts
 
     def make(self, session_id: str, upto: LandedName) -> Made:
@@ -196,9 +195,7 @@ class RedactedRoot:
     def _follow_windows(self, session: Session, name: LandedName, state: _State) -> None:
         """Maps a transcript file's windows to its counterpart's."""
         offsets = state.offsets.setdefault(name.path.rsplit("/", 1)[0], {0: 0})
-        for raw, red in zip(
-            session.read(name).records, self._of(name).records, strict=True
-        ):
+        for raw, red in zip(session.read(name).records, self._of(name).records, strict=True):
             offsets[raw.meta["off"]] = red.meta["off"]
             offsets[raw.meta["off"] + len(raw.payload)] = red.meta["off"] + len(red.payload)
 
@@ -284,7 +281,7 @@ class RedactedRoot:
             else:
                 if row.payload and not row.payload.endswith(b"\n"):
                     raise ValueError(f"the window at byte {off} does not end with a whole line")
-                parts = []
+                parts: list[bytes] = []
                 for n, text in enumerate(row.payload.split(b"\n")[:-1], line):
                     body = text.rstrip(b"\r")
                     redacted = self.redactor.line(body)
