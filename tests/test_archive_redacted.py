@@ -149,3 +149,82 @@ def test_a_second_push_redacts_only_what_landed_since(s3: S3Server, tmp_path: Pa
     code, out, err = _push(machine, config, "--json", "--relist")
     assert code == 0, err
     assert lost.read_bytes() == data
+
+
+def test_dry_run_counts_what_would_be_redacted_per_session_and_never_a_value(
+    s3: S3Server, landed: tuple[Machine, dict], tmp_path: Path
+) -> None:
+    machine, _ = landed
+    prefix = bucket_prefix(tmp_path)
+    config = machine.configure(s3.endpoint, prefix, redact=True)
+    code, out, err = _push(machine, config, "--dry-run", "--json")
+    assert code == 0, err
+    said = json.loads(out)
+    sessions = json.loads(_local(machine, "cache", "--json"))
+    sessions = [{"id": s["session"], "project": s["project"]} for s in sessions]
+    assert set(said["redacted_by_session"]) == {s["id"] for s in sessions}
+    for rules in said["redacted_by_session"].values():
+        assert rules.get("user", 0) > 0, rules
+    code, words, err = _push(machine, config, "--dry-run")
+    assert code == 0, err
+    for session in sessions:
+        assert f"redacted in {session['id']}: " in words.decode()
+        user = session["project"].split("/")[2]  # /Users/<name>/... or /home/<name>/...
+        assert f"/{user}/" not in (out + words + err).decode()
+    assert s3.objects(prefix + "/") == {}
+
+
+def test_a_file_that_cannot_be_redacted_goes_neither_raw_nor_at_all(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    machine = Machine(tmp_path / "m")
+    machine.land(SynthOptions(sessions=2, turns=3))
+    store = machine.store()
+    damaged_session, whole_session = store.sessions()
+    names = store.open_session(damaged_session).landed()
+    damaged = names[len(names) // 2]
+    path = machine.root / damaged.path
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.chmod(0o600)
+    path.write_bytes(bytes(data))
+    prefix = bucket_prefix(tmp_path)
+    config = machine.configure(s3.endpoint, prefix, redact=True)
+    code, out, err = _push(machine, config, "--json")
+    assert code == 1
+    counts = json.loads(out)
+    assert [line.split(": ", 1)[0] for line in counts["redaction_failed"]] == [damaged.path]
+    assert f"redaction failed: {damaged.path}" in err.decode()
+    held = s3.objects(prefix + "/")
+    pushed = {key.split("/", 1)[1] for key in held if "/_archive/" not in key}
+    whole = {name.path for name in store.open_session(whole_session).landed()}
+    before = {name.path for name in names if name.seq < damaged.seq}
+    assert pushed == whole | before  # nothing of the damaged file, nor of its session after it
+    for key, data in held.items():
+        if "/_archive/" not in key:
+            assert decode_file(key, data).header["redacted"] == counts["policy"]
+
+
+def test_a_policy_change_pushes_nothing_more_of_what_went_under_the_old_one(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    machine = Machine(tmp_path / "m")
+    machine.land(SynthOptions(sessions=1, turns=3))
+    prefix = bucket_prefix(tmp_path)
+    raw = machine.configure(s3.endpoint, prefix)  # the policy off: the files went raw
+    assert machine.push(raw).returncode == 0
+    before = s3.objects(prefix + "/")
+    redacted = machine.configure(s3.endpoint, prefix, redact=True)
+    code, out, err = _push(machine, redacted, "--json")
+    assert code == 1
+    counts = json.loads(out)
+    landed = [
+        name.path
+        for s in machine.store().sessions()
+        for name in machine.store().open_session(s).landed()
+    ]
+    assert counts["other_policy"] == sorted(landed) and counts["files"] == 0
+    assert "under another redaction policy (or raw)" in err.decode()
+    for path in landed:
+        assert path in err.decode()
+    assert s3.objects(prefix + "/") == before  # nothing overwritten, nothing added
