@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from typing import Any
 
 STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 """One JSON string token, quotes included; matched from a token boundary, it never starts
@@ -43,29 +44,32 @@ def format_path(parts: tuple[PathPart, ...]) -> str:
 
 
 def string_paths(
-    raw: bytes, until: int | None = None
+    raw: bytes, *, in_object: bool = False, wanted: set[int] | None = None
 ) -> Iterator[tuple[int, tuple[PathPart, ...], bool]]:
     """Each string token's start offset, its path, and whether it is an object's key (whose
-    path is then the object's and the key), up to the token starting at ``until``."""
-    frames: list[list[object]] = []  # [is_object, key or index, expecting a key]
+    path is then the object's and the key). ``in_object``: ``raw`` starts inside an object,
+    at a key (a piece of a body cut at one), so its paths are relative to that object.
+    ``wanted``: only the tokens starting there, and the walk stops after the last."""
+    # A frame: [is_object, key (its raw token) or index, expecting a key]
+    frames: list[list[Any]] = [[True, None, True]] if in_object else []
+    last = max(wanted) if wanted else None
     for match in _TOKEN.finditer(raw):
         start = match.start()
-        if until is not None and start > until:
-            return
         char = raw[start]
         if char == 0x22:  # a string
             frame = frames[-1] if frames else None
-            if frame is not None and frame[0] and frame[2]:
-                key = decode(match.group())
-                frame[1] = key
-                yield start, _path(frames), True
-            else:
-                yield start, _path(frames), False
+            is_key = frame is not None and frame[0] and frame[2]
+            if is_key:
+                frame[1] = match.group()  # type: ignore[index]
+            if wanted is None or start in wanted:
+                yield start, _path(frames), is_key
+                if start == last:
+                    return
         elif char == 0x7B:  # {
             frames.append([True, None, True])
         elif char == 0x5B:  # [
             frames.append([False, 0, False])
-        elif char in (0x7D, 0x5D):  # } ]
+        elif char == 0x7D or char == 0x5D:  # } ]  # noqa: PLR1714
             if frames:
                 frames.pop()
         elif char == 0x2C:  # ,
@@ -74,10 +78,14 @@ def string_paths(
                 if frame[0]:
                     frame[2] = True
                 else:
-                    frame[1] = int(frame[1]) + 1  # type: ignore[call-overload]
+                    frame[1] += 1
         elif frames:  # :
             frames[-1][2] = False
 
 
-def _path(frames: list[list[object]]) -> tuple[PathPart, ...]:
-    return tuple(frame[1] for frame in frames if frame[1] is not None)  # type: ignore[misc]
+def _path(frames: list[list[Any]]) -> tuple[PathPart, ...]:
+    return tuple(
+        decode(part) if isinstance(part, bytes) else part
+        for _, part, _ in frames
+        if part is not None
+    )

@@ -13,9 +13,11 @@ from __future__ import annotations
 import collections
 import hashlib
 import hmac
+import itertools
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
@@ -65,6 +67,12 @@ class Finding:
 
 
 _Span = tuple[int, int, str]
+_UNSEEN: Any = object()
+_Change = tuple[int, int, bytes, tuple[str, ...], tuple[tuple["PathPart", ...], bool], str]
+"""A string token's start and end in its piece, its replacement, the rules that fired, its
+path in the piece (and whether it is a key), and its text."""
+_Found = tuple[int, int, tuple[str, ...], tuple[tuple["PathPart", ...], bool], str]
+"""A change in a document: its piece's number, its start, rules, path in the piece, text."""
 _Verdict = tuple[bytes, tuple[str, ...]] | None
 
 
@@ -79,6 +87,7 @@ class Redactor:
             self._rules = (INSTRUCTIONS_RULE, *self._rules)
         self._fold = any(rule.fold for rule in self._rules)
         self._memo: dict[bytes, _Verdict] = {}
+        self._pieces: dict[bytes, tuple[_Change, ...]] = {}
         self._memo_bytes = 0
         self.counts: collections.Counter[str] = collections.Counter()
         self._structural = bool(set(policy.withhold) - {"instructions"})
@@ -87,11 +96,11 @@ class Redactor:
 
     def body(self, raw: bytes) -> Redacted:
         """One provider body (JSON bytes), redacted."""
-        return self._document(raw)
+        return self._document(raw, cut=True)
 
     def line(self, raw: bytes) -> Redacted:
         """One transcript line (without its newline), or any JSON line, redacted."""
-        return self._document(raw)
+        return self._document(raw, cut=False)
 
     def text(self, value: str) -> str:
         """Free text (a cause's detail, an exported string), redacted."""
@@ -129,7 +138,7 @@ class Redactor:
 
     # --- documents ---------------------------------------------------------------------
 
-    def _document(self, raw: bytes) -> Redacted:
+    def _document(self, raw: bytes, *, cut: bool) -> Redacted:
         if not self.policy.enabled:
             return Redacted(raw, ())
         try:
@@ -139,32 +148,74 @@ class Redactor:
         try:
             if self._structural:
                 return self._withholding(raw, parsed)
-            return self._strings(raw)
+            return self._strings(raw, parsed, cut)
         except (ValueError, UnicodeError, RecursionError) as err:
             raise ScannerFailed(f"the scan stopped: {type(err).__name__}") from None
 
-    def _strings(self, raw: bytes) -> Redacted:
+    def _strings(self, raw: bytes, parsed: object, cut: bool) -> Redacted:
+        """Each piece of the document through the kept verdicts (a body is cut into pieces,
+        a line is one); each change's path is its piece's place and its path in the piece."""
+        bounds = _bounds(raw) if cut else [0, len(raw)]
         pieces: list[bytes] = []
-        changed: list[tuple[int, tuple[str, ...]]] = []
+        found: list[_Found] = []
         done = 0
-        for match in STRING.finditer(raw):
+        for number, (start, end) in enumerate(itertools.pairwise(bounds)):
+            if start == end:
+                continue
+            for first, last, replacement, rules, inner, text in self._piece(raw[start:end]):
+                pieces.append(raw[done : start + first])
+                pieces.append(replacement)
+                done = start + last
+                found.append((number, start + first, rules, inner, text))
+        if not found:
+            return Redacted(raw, ())
+        pieces.append(raw[done:])
+        located = _placed(parsed, raw, bounds, found)
+        if located is None:  # not the shape the cuts assume: walk the whole document
+            wanted = {at for _, at, _, _, _ in found}
+            walked = {at: (path, key) for at, path, key in string_paths(raw, wanted=wanted)}
+            located = [walked[at] for _, at, _, _, _ in found]
+        hits: list[Hit] = []
+        for (path, is_key), (_, _, rules, _, _) in zip(located, found, strict=True):
+            where = format_path(path) + ("(key)" if is_key else "")
+            hits.extend(Hit(rule, where) for rule in rules)
+        self.counts.update(hit.rule for hit in hits)
+        return Redacted(b"".join(pieces), tuple(hits))
+
+    def _piece(self, piece: bytes) -> tuple[_Change, ...]:
+        """The changes in one piece (a message, the system prompt, the tools, ...), kept by
+        its digest: a request resends every earlier message, and is scanned for its new
+        ones alone. A piece that changes is walked once for its changes' paths in it."""
+        memo_key = piece if len(piece) <= 256 else hashlib.blake2b(piece, digest_size=16).digest()
+        found = self._pieces.get(memo_key)
+        if found is not None:
+            return found
+        changes: list[tuple[int, int, bytes, tuple[str, ...]]] = []
+        memo = self._memo
+        for match in STRING.finditer(piece):
             token = match.group()
             if len(token) < MIN_TOKEN:
                 continue
-            verdict = self._verdict(token)
+            verdict = memo.get(token, _UNSEEN) if len(token) <= 256 else _UNSEEN
+            if verdict is _UNSEEN:
+                verdict = self._verdict(token)
             if verdict is None and len(token) == 66:
-                verdict = self._bare_user_id(raw, match.start(), token)
-            if verdict is None:
-                continue
-            start = match.start()
-            pieces.append(raw[done:start])
-            pieces.append(verdict[0])
-            done = match.end()
-            changed.append((start, verdict[1]))
-        if not changed:
-            return Redacted(raw, ())
-        pieces.append(raw[done:])
-        return Redacted(b"".join(pieces), self._hits(raw, changed))
+                verdict = self._bare_user_id(piece, match.start(), token)
+            if verdict is not None:
+                changes.append((match.start(), match.end(), verdict[0], verdict[1]))
+        result: tuple[_Change, ...] = ()
+        if changes:
+            walk = string_paths(
+                piece, in_object=piece[:1] == b'"', wanted={change[0] for change in changes}
+            )
+            inner = {start: (path, is_key) for start, path, is_key in walk}
+            result = tuple(
+                (*change, inner.get(change[0], ((), False)), decode(piece[change[0] : change[1]]))
+                for change in changes
+            )
+        size = 64 + sum(len(c[2]) + len(c[5]) + 64 for c in result)
+        self._remember(self._pieces, memo_key, result, size)
+        return result
 
     def _withholding(self, raw: bytes, parsed: object) -> Redacted:
         """The slow walk, taken only when a class is withheld: every string's path decides."""
@@ -225,18 +276,6 @@ class Redactor:
         data = self._replace(text, spans).encode("utf-8", "surrogateescape")
         return Redacted(data, tuple(Hit(rule, "$") for _, _, rule in spans))
 
-    def _hits(self, raw: bytes, changed: list[tuple[int, tuple[str, ...]]]) -> tuple[Hit, ...]:
-        """The paths of the changed strings, found by one walk up to the last of them."""
-        wanted = {start: rules for start, rules in changed}
-        hits: list[Hit] = []
-        for start, path, is_key in string_paths(raw, until=changed[-1][0]):
-            rules = wanted.get(start)
-            if rules is not None:
-                where = format_path(path) + ("(key)" if is_key else "")
-                hits.extend(Hit(rule, where) for rule in rules)
-        self.counts.update(hit.rule for hit in hits)
-        return tuple(hits)
-
     # --- strings -----------------------------------------------------------------------
 
     def _verdict(self, token: bytes) -> _Verdict:
@@ -250,13 +289,19 @@ class Redactor:
         verdict: _Verdict = None
         if spans:
             verdict = (_encode(token, self._replace(text, spans)), tuple(r for _, _, r in spans))
-        cost = len(memo_key) + 64 + (len(verdict[0]) if verdict else 0)
+        self._remember(self._memo, memo_key, verdict, 64 + (len(verdict[0]) if verdict else 0))
+        return verdict
+
+    def _remember(self, memo: dict[bytes, Any], key: bytes, value: object, size: int) -> None:
+        """Keeps a verdict within the bound on what all of them hold; past it, every kept
+        verdict is let go at once (cheaper than tracking which was used last)."""
+        cost = len(key) + size
         if self._memo_bytes + cost > MEMO_BYTES:
             self._memo.clear()
+            self._pieces.clear()
             self._memo_bytes = 0
-        self._memo[memo_key] = verdict
+        memo[key] = value
         self._memo_bytes += cost
-        return verdict
 
     def _bare_user_id(self, raw: bytes, start: int, token: bytes) -> _Verdict:
         """The 1.0.6 form of ``metadata.user_id``: a bare 64-hex device hash, told from any
@@ -275,18 +320,27 @@ class Redactor:
         lowered = text.lower() if self._fold else text
         spans: list[_Span] = []
         for rule in self._rules:
-            if rule.gate(text, lowered):
-                spans.extend((start, end, rule.name) for start, end in rule.find(text))
+            subject = lowered if rule.fold else text
+            for anchor in rule.anchors:
+                if anchor in subject:
+                    spans.extend((start, end, rule.name) for start, end in rule.find(text))
+                    break
         if not spans:
             return spans
-        spans.sort(key=lambda span: (span[0], span[0] - span[1]))
+        if len(spans) == 1:
+            return [] if MARKER_OPEN in text and _in_marker(text, spans[0]) else spans
+        # Where two overlap, the rule tried first wins (secrets before identity: a database
+        # URL's "password@host" is not an email), then the longer.
+        order = {name: place for place, name in enumerate(rule.name for rule in self._rules)}
+        spans.sort(key=lambda span: (order[span[2]], span[0] - span[1], span[0]))
         kept: list[_Span] = []
         for span in spans:
-            if kept and span[0] < kept[-1][1]:
+            if any(span[0] < end and start < span[1] for start, end, _ in kept):
                 continue
             if MARKER_OPEN in text and _in_marker(text, span):
                 continue
             kept.append(span)
+        kept.sort()
         return kept
 
     def _replace(self, text: str, spans: Iterable[_Span]) -> str:
@@ -330,6 +384,68 @@ def _encode(token: bytes, text: str) -> bytes:
         return orjson.dumps(text)
     except orjson.JSONEncodeError:
         return json.dumps(text).encode()
+
+
+def _bounds(raw: bytes) -> list[int]:
+    """Where a body is cut: before each message (``{"role":``) and before the keys of the
+    parts every request of a session repeats (the first ``"system":`` and ``"tools":``,
+    the last ``"metadata":``, where Claude Code writes them). An unescaped quote is never
+    inside a string, so each is a token boundary and scanning strings from one is in step
+    with the document, wherever in it the cut falls."""
+    cuts = [0]
+    at = raw.find(b'{"role":')
+    while at >= 0:
+        cuts.append(at)
+        at = raw.find(b'{"role":', at + 1)
+    for key, last in ((b'"system":', False), (b'"tools":', False), (b'"metadata":', True)):
+        at = raw.rfind(key) if last else raw.find(key)
+        if at > 0:
+            cuts.append(at)
+    cuts.sort()
+    cuts.append(len(raw))
+    return cuts
+
+
+def _placed(
+    parsed: object, raw: bytes, bounds: list[int], found: list[_Found]
+) -> list[tuple[tuple[PathPart, ...], bool]] | None:
+    """Each change's path in the document, from its piece's place (the role pieces are the
+    messages in order, the key pieces top-level keys) and its path in the piece; None when
+    the body is not of the shape the cuts assume, which each path is checked against (the
+    parsed document must hold the change's text there)."""
+    messages = parsed.get("messages") if isinstance(parsed, dict) else None
+    places: list[tuple[PathPart, ...]] = []
+    index = 0
+    for start in bounds[:-1]:
+        if start and raw.startswith(b'{"role":', start):
+            places.append(("messages", index))
+            index += 1
+        else:
+            places.append(())
+    if index != (len(messages) if isinstance(messages, list) else 0):
+        return None
+    located = []
+    for number, _, _, (inner, is_key), text in found:
+        path = places[number] + inner
+        if not _holds(parsed, path, is_key, text):
+            return None
+        located.append((path, is_key))
+    return located
+
+
+def _holds(parsed: object, path: tuple[PathPart, ...], is_key: bool, text: str) -> bool:
+    """Whether the parsed document has ``text`` at ``path`` (as the last key, for a key)."""
+    node = parsed
+    for part in path[:-1] if is_key else path:
+        if isinstance(node, dict) and isinstance(part, str) and part in node:
+            node = node[part]
+            continue
+        if not (isinstance(node, list) and isinstance(part, int) and part < len(node)):
+            return False
+        node = node[part]
+    if is_key:
+        return isinstance(node, dict) and bool(path) and path[-1] == text and text in node
+    return node == text
 
 
 def _tool_results(parsed: object) -> set[tuple[PathPart, ...]]:

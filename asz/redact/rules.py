@@ -49,10 +49,6 @@ class Rule:
     fold: bool
     find: Callable[[str], Iterator[Span]]
 
-    def gate(self, text: str, lowered: str) -> bool:
-        subject = lowered if self.fold else text
-        return any(anchor in subject for anchor in self.anchors)
-
 
 def _spans(
     patterns: tuple[re.Pattern[str], ...],
@@ -121,21 +117,40 @@ def _high_entropy(text: str) -> Iterator[Span]:
 
 
 _KEYWORD_PATTERNS = tuple(QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP.items())
-_PLACEHOLDER = re.compile(r"[$<{%*x.]|your|example|changeme|placeholder|redacted", re.IGNORECASE)
+_PLACEHOLDER = re.compile(
+    r"[$<{%*.]|x{4}|your|example|changeme|placeholder|redacted", re.IGNORECASE
+)
+
+
+_KEYWORD_NEAR = re.compile(
+    r"(?:key|pass|pwd|secret|token|contrase)[A-Za-z0-9_-]*[\]'\"]{0,2}[ \t]*"
+    r"(?:[=:!]|[^\s]{0,50}?[ \t]*['\"])"
+)
+KEYWORD_WINDOW = (80, 320)
+"""Characters before and after a secret-sounding name that its expressions are run on."""
 
 
 def _keyword(text: str) -> Iterator[Span]:
     """detect-secrets' assignments to a secret-sounding name, the forms with quotes (the
     forms without them fire on prose such as "tokens: 12"), less its heuristic filters'
-    false positives and placeholders."""
-    for pattern, group in _KEYWORD_PATTERNS:
-        for match in pattern.finditer(text):
-            value = match.group(group)
-            if len(value) < 6 or _PLACEHOLDER.match(value) or "«" in value:
-                continue
-            if is_templated_secret(value) or is_not_alphanumeric_string(value):
-                continue
-            yield match.span(group)
+    false positives and placeholders. Its expressions run on a window around each name
+    followed by an assignment, not over a whole file's text."""
+    before, after = KEYWORD_WINDOW
+    seen: set[Span] = set()
+    for near in _KEYWORD_NEAR.finditer(text):
+        offset = max(0, near.start() - before)
+        window = text[offset : near.end() + after]
+        for pattern, group in _KEYWORD_PATTERNS:
+            for match in pattern.finditer(window):
+                value = match.group(group)
+                if len(value) < 6 or _PLACEHOLDER.match(value) or "«" in value:
+                    continue
+                if is_templated_secret(value) or is_not_alphanumeric_string(value):
+                    continue
+                span = (offset + match.start(group), offset + match.end(group))
+                if span not in seen:
+                    seen.add(span)
+                    yield span
 
 
 # --- secrets detect-secrets lacks ----------------------------------------------------------
@@ -163,18 +178,13 @@ def _azure(text: str) -> Iterator[Span]:
 _HOME = re.compile(r"(?:/home/|/Users/|[A-Za-z]:\\{1,2}Users\\{1,2})([^/\\\s\"'«»:*?<>|]+)")
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
 EMAIL_KEPT = frozenset({"noreply@anthropic.com"})
-EMAIL_KEPT_DOMAINS = frozenset({"example.com", "example.org", "example.net"})
 EMAIL_KEPT_LOCAL = frozenset({"git"})
-"""Addresses that are no one's: Claude Code's commit trailer, documentation, ssh remotes."""
+"""Addresses that are no one's: Claude Code's commit trailer, ssh remotes (``git@host``)."""
 
 
 def _email(value: str) -> bool:
-    local, _, domain = value.rpartition("@")
-    return (
-        value.lower() not in EMAIL_KEPT
-        and domain.lower() not in EMAIL_KEPT_DOMAINS
-        and local not in EMAIL_KEPT_LOCAL
-    )
+    local = value.rpartition("@")[0]
+    return value.lower() not in EMAIL_KEPT and local not in EMAIL_KEPT_LOCAL
 
 
 _USER_ID = re.compile(
@@ -199,7 +209,8 @@ def _user_id(wanted: tuple[int, ...]) -> Callable[[str], Iterator[Span]]:
 
 
 _HOST = re.compile(
-    r"(?im)^[ \t]*(?:hostname|host name|host|machine name|computer name)[ \t]*:[ \t]*([^\s<]+)"
+    r"(?im)^[ \t]*(?:(?:static |transient |pretty )?hostname|host name|host|machine name"
+    r"|computer name)[ \t]*:[ \t]*([^\s<]+)"
 )
 
 
