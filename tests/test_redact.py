@@ -8,8 +8,11 @@ import stat
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from asz.redact import Policy, Redactor, redaction_key
+from asz.redact.paths import STRING
 
 KEY = b"k" * 32
 ANTHROPIC = "sk-ant-api03-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" * 3 + "AA"
@@ -195,3 +198,71 @@ def test_the_key_comes_from_the_env_then_the_config_then_a_kept_file(tmp_path: P
         redaction_key("short", {}, kept)
     with pytest.raises(ValueError, match="no redaction key"):
         redaction_key("", {}, None)
+
+
+# --- the rewriter, over generated documents ---------------------------------------------
+
+PLANTED = (
+    AWS,
+    ANTHROPIC,
+    "/home/alice/x",
+    "bob@corp.io",
+    'password = "Zx81Rt6QwPp0"',
+    "postgres://u:pw0rdpw0rd@h/db",
+)
+SECRETISH = st.sampled_from([*PLANTED, "«redacted:email:0123456789ab»"])
+TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=30)
+STRINGS = st.one_of(TEXT, st.builds(lambda a, s, b: f"{a} {s} {b}", TEXT, SECRETISH, TEXT))
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | STRINGS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(STRINGS, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def _serialised(value: object, ascii_only: bool, indent: int | None) -> bytes:
+    return json.dumps(value, ensure_ascii=ascii_only, indent=indent).encode()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(JSON, st.booleans(), st.sampled_from([None, 1]))
+def test_output_is_json_of_the_same_structure_and_equal_inputs_give_equal_outputs(
+    value: object, ascii_only: bool, indent: int | None
+) -> None:
+    raw = _serialised(value, ascii_only, indent)
+    out = redactor().body(raw)
+    again = redactor().body(raw)
+    assert again == out
+    parsed = json.loads(out.data)
+    assert _shape(parsed) == _shape(value)
+    assert redactor().body(out.data).hits == ()
+    for secret in PLANTED:
+        assert f" {json.dumps(secret)[1:-1]} ".encode() not in out.data
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(JSON, st.booleans())
+def test_bytes_outside_a_changed_string_stay_identical(value: object, ascii_only: bool) -> None:
+    raw = _serialised(value, ascii_only, None)
+    out = redactor().body(raw).data
+    assert _outside_strings(out) == _outside_strings(raw)
+    kept = [t for t in STRING.findall(raw) if b"\\u" not in t and not _fires(t)]
+    for token in kept:
+        assert token in out
+
+
+def _fires(token: bytes) -> bool:
+    return bool(redactor().findings(b"[" + token + b"]"))
+
+
+def _shape(value: object) -> object:
+    """The structure with every string's text left out: what redaction must not change."""
+    if isinstance(value, dict):
+        return ["dict", len(value), [_shape(v) for v in value.values()]]
+    if isinstance(value, list):
+        return [_shape(v) for v in value]
+    return "str" if isinstance(value, str) else value
+
+
+def _outside_strings(raw: bytes) -> bytes:
+    return STRING.sub(b'""', raw)

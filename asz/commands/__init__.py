@@ -21,6 +21,7 @@ from asz.commands import (
     demo,
     export,
     push,
+    redact,
     restore,
     serve,
     service,
@@ -52,6 +53,7 @@ class Command(Protocol):
 COMMANDS: dict[str, Command] = {
     "collect": collect,
     "push": push,
+    "redact": redact,
     "sessions": sessions,
     "verify": verify,
     "body": body,

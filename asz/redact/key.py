@@ -20,12 +20,15 @@ MIN_KEY_CHARS = 16
 
 
 def redaction_key(
-    configured: str, env: Mapping[str, str], key_file: Path | None
+    configured: str, env: Mapping[str, str], key_file: Path | None, *, make: bool = True
 ) -> tuple[bytes, str]:
-    """The key and where it came from ("env", "config", "generated", "kept").
+    """The key and where it came from (``ASZ_REDACT_KEY``, ``redact.key``, "kept",
+    "generated", "ephemeral").
 
     ``key_file`` is where a generated key is kept; None: no key is made, and a missing one
-    is a ValueError (a reader with no root of its own must be given one).
+    is a ValueError (a reader with no root of its own must be given one). ``make`` false:
+    a key kept there is read but none is written, and without one a key for this run alone
+    is drawn ("ephemeral": a dry run's counts do not depend on the key).
     """
     for text, origin in ((env.get(KEY_ENV, ""), KEY_ENV), (configured, "redact.key")):
         if text:
@@ -37,7 +40,8 @@ def redaction_key(
     try:
         return key_file.read_bytes().strip(), "kept"
     except FileNotFoundError:
-        pass
+        if not make:
+            return secrets.token_hex(32).encode(), "ephemeral"
     key_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     # Written whole beside it, then linked in place: a crash never leaves an empty key, and
     # of two processes making one at once, the second takes the first's.

@@ -118,8 +118,10 @@ def _high_entropy(text: str) -> Iterator[Span]:
 
 _KEYWORD_PATTERNS = tuple(QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP.items())
 _PLACEHOLDER = re.compile(
-    r"[$<{%*.]|x{4}|your|example|changeme|placeholder|redacted", re.IGNORECASE
+    r"[$<{%*.]|x{4}|your|example|changeme|placeholder|redacted|demo|dummy|fake|sample|test",
+    re.IGNORECASE,
 )
+"""A value that starts so is a placeholder (``'demo_key'``, ``'your-token-here'``)."""
 
 
 _KEYWORD_NEAR = re.compile(
@@ -176,6 +178,9 @@ def _azure(text: str) -> Iterator[Span]:
 # --- identity ------------------------------------------------------------------------------
 
 _HOME = re.compile(r"(?:/home/|/Users/|[A-Za-z]:\\{1,2}Users\\{1,2})([^/\\\s\"'«»:*?<>|]+)")
+_ENCODED_HOME = re.compile(r"/projects/-(?:home|Users)-([^-/\\\s\"'«»:*?<>|]+)")
+"""A home in the name Claude Code gives a project's folder (``-Users-<name>-code-x``): the
+name is taken to the first dash, which a name with a dash in it keeps the rest of."""
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
 EMAIL_KEPT = frozenset({"noreply@anthropic.com"})
 EMAIL_KEPT_LOCAL = frozenset({"git"})
@@ -387,9 +392,9 @@ IDENTITY_RULES_TABLE: tuple[Rule, ...] = (
         "user",
         "identity",
         OURS,
-        ("/home/", "/Users/", "\\Users\\"),
+        ("/home/", "/Users/", "\\Users\\", "/projects/-"),
         False,
-        _spans((_HOME,), group=1),
+        _spans((_HOME, _ENCODED_HOME), group=1),
     ),
     Rule(
         "hostname",

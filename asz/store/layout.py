@@ -31,11 +31,11 @@ LOCK_FILE = "_lock"
 PUSH_LOCK_FILE = "archive-push.lock"
 EXPORT_LOCK_FILE = "otlp-export.lock"
 """Under ``_state``: one push, and one OTLP export, from a root at a time."""
+REDACT_KEY_FILE = "redact.key"
+"""Under ``_state``: the redaction key made for a root that was given none (``asz.redact``)."""
 REDACTED_DIR = "redacted"
 """Under ``_state``: the redacted counterpart of the root a push sends, one directory per
 redaction policy (``asz.archive.redacted``)."""
-REDACT_KEY_FILE = "redact-key"
-"""Under ``_state``: the redaction key made for this root when none is given (0600)."""
 REDACTIONS_SUFFIX = ".redactions.json"
 """Beside a redacted landed file: the rules that fired in it, at which JSON paths."""
 _LANDED_NAME = re.compile(r"^([a-z_]+)-(\d{8,})\.asz$")
