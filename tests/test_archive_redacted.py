@@ -228,3 +228,34 @@ def test_a_policy_change_pushes_nothing_more_of_what_went_under_the_old_one(
     for path in landed:
         assert path in err.decode()
     assert s3.objects(prefix + "/") == before  # nothing overwritten, nothing added
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "point", ["body.written", "body.published", "transcript.written:3", "index.published"]
+)
+def test_a_push_killed_while_it_redacts_leaves_counterparts_that_verify_and_resumes(
+    s3: S3Server, tmp_path: Path, point: str
+) -> None:
+    machine = Machine(tmp_path / "m")
+    machine.land(SynthOptions(sessions=1, turns=3, index=True))
+    prefix = bucket_prefix(tmp_path)
+    config = machine.configure(s3.endpoint, prefix, redact=True)
+    env = {**_env(machine), "ASZ_CRASH_AT": point}
+    killed = machine.asz_env(
+        env, "push", "--root", str(machine.root), "--config", str(config), "--json"
+    )
+    assert killed.returncode == 70, killed.stderr
+    # Killed before any landed file went (the record's marker is made first).
+    assert [key for key in s3.objects(prefix + "/") if "/_archive/" not in key] == []
+    shadow = next((machine.root / STATE_DIR / REDACTED_DIR).iterdir())
+    assert open_store(shadow).verify().problems == []
+    code, out, err = _push(machine, config, "--json")
+    assert code == 0 and json.loads(out)["complete"], err
+    assert not [p for p in shadow.rglob(".tmp-*")]
+    for landed in shadow.rglob("*.asz"):
+        assert Path(f"{landed}.redactions.json").is_file(), landed
+    verified = machine.asz_env(
+        _env(machine), "verify", "--root", f"s3://{BUCKET_NAME}/{prefix}", "--config", str(config)
+    )
+    assert verified.returncode == 0, verified.stdout + verified.stderr
