@@ -70,6 +70,7 @@ def _without_project(report: object) -> object:
     return report
 
 
+@pytest.mark.slow
 def test_the_archive_holds_redacted_files_that_every_reader_reads(
     s3: S3Server, landed: tuple[Machine, dict], tmp_path: Path
 ) -> None:
@@ -128,7 +129,8 @@ def test_the_archive_holds_redacted_files_that_every_reader_reads(
         assert mode == (0o700 if path.is_dir() else 0o600), path
 
 
-def test_a_second_push_redacts_only_what_landed_since(s3: S3Server, tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_a_second_push_makes_nothing_again_and_a_lost_file_comes_back_the_same(s3: S3Server, tmp_path: Path) -> None:
     machine = Machine(tmp_path / "m")
     machine.land(SynthOptions(sessions=1, turns=3))
     prefix = bucket_prefix(tmp_path)
@@ -151,6 +153,7 @@ def test_a_second_push_redacts_only_what_landed_since(s3: S3Server, tmp_path: Pa
     assert lost.read_bytes() == data
 
 
+@pytest.mark.slow
 def test_dry_run_counts_what_would_be_redacted_per_session_and_never_a_value(
     s3: S3Server, landed: tuple[Machine, dict], tmp_path: Path
 ) -> None:
@@ -174,6 +177,7 @@ def test_dry_run_counts_what_would_be_redacted_per_session_and_never_a_value(
     assert s3.objects(prefix + "/") == {}
 
 
+@pytest.mark.slow
 def test_a_file_that_cannot_be_redacted_goes_neither_raw_nor_at_all(
     s3: S3Server, tmp_path: Path
 ) -> None:
@@ -205,6 +209,7 @@ def test_a_file_that_cannot_be_redacted_goes_neither_raw_nor_at_all(
             assert decode_file(key, data).header["redacted"] == counts["policy"]
 
 
+@pytest.mark.slow
 def test_a_policy_change_pushes_nothing_more_of_what_went_under_the_old_one(
     s3: S3Server, tmp_path: Path
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 from archive_roots import bucket_prefix, landed_keys
 from harness import Capture, Workspace, http_get, metrics, running, service_port, wait_for
 from s3server import CREDENTIALS, S3Server, archive_config, proxied
@@ -118,6 +119,7 @@ def test_the_metrics_move_while_a_long_push_goes(s3: S3Server, tmp_path: Path) -
             wait_for(lambda: midway() and seen[-1][1] < seen[-2][1], what="the waiting to fall")
 
 
+@pytest.mark.slow
 def test_the_service_pushes_redacted_and_counts_redactions_by_rule(
     s3: S3Server, tmp_path: Path
 ) -> None:

@@ -25,6 +25,7 @@ def capture(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     return land(base, base / "claude"), expected
 
 
+@pytest.mark.slow
 def test_beyond_loopback_bodies_and_lines_are_redacted_and_on_loopback_exact(
     capture: tuple[Path, dict], tmp_path: Path
 ) -> None:
