@@ -130,7 +130,9 @@ def test_the_archive_holds_redacted_files_that_every_reader_reads(
 
 
 @pytest.mark.slow
-def test_a_second_push_makes_nothing_again_and_a_lost_file_comes_back_the_same(s3: S3Server, tmp_path: Path) -> None:
+def test_a_second_push_makes_nothing_again_and_a_lost_file_comes_back_the_same(
+    s3: S3Server, tmp_path: Path
+) -> None:
     machine = Machine(tmp_path / "m")
     machine.land(SynthOptions(sessions=1, turns=3))
     prefix = bucket_prefix(tmp_path)
