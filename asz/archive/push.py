@@ -292,10 +292,10 @@ class Pusher:
         waiting = {path.split("/", 1)[0] for path in tally.other_policy}
         rules: collections.Counter[str] = collections.Counter()
         going = []
-        for item in todo:
-            if item.session in waiting:
-                continue
-            made = redacted.make(item.session, item.names[-1])
+        going_on = [item for item in todo if item.session not in waiting]
+        outcomes = redacted.make_all([(item.session, item.names[-1]) for item in going_on])
+        for item in going_on:
+            made = outcomes[item.session]
             rules.update(made.rules)
             if made.failed is not None:
                 tally.redaction_failed.append(": ".join(made.failed))

@@ -19,7 +19,8 @@ A counterpart carries the time and writer of the file it stands for and names th
 in its header (``redacted``), so that making it again (the directory lost) gives the same
 bytes, which the bucket then already holds. It is made through ``SessionWriter`` like any
 landed file: written under a temporary name, read back, flushed and published without
-replacing anything, its record written just before; a crash at any instant leaves files
+replacing anything (up to ``BATCH_FILES`` of a session together, after one flush), its
+record written just before it is staged; a crash at any instant leaves files
 that are whole, each with its record, and temporary files the next push removes. A push
 that resumes makes only the files the counterpart lacks, reading (never redacting again)
 the ones it has: redaction costs what lands, once.
@@ -47,21 +48,28 @@ from asz.redact import Hit, Policy, Redactor, redaction_key
 from asz.store import (
     BODY_KIND,
     INDEX_KIND,
+    MAX_CONTENT_BYTES,
+    REDACT_KEY_FILE,
+    REDACTED_DIR,
+    SNAPSHOT,
+    STATE_DIR,
     TRANSCRIPT_KIND,
+    Batch,
     BodyKeys,
+    HeldBodies,
     LandedFile,
     LandedName,
     LocalBackend,
+    Record,
+    Repeat,
     Session,
+    SessionBodies,
     SessionWriter,
     Store,
+    private_dir,
+    redactions_path,
+    remove_stale_temps,
 )
-from asz.store.atomic import private_dir, remove_stale_temps
-from asz.store.codec import Record, Repeat, SessionBodies
-from asz.store.framing import MAX_CONTENT_BYTES
-from asz.store.held import HeldBodies
-from asz.store.layout import REDACT_KEY_FILE, REDACTED_DIR, STATE_DIR, redactions_path
-from asz.store.streams import SNAPSHOT
 
 __all__ = [
     "BUCKET_RECORDS",
@@ -77,6 +85,9 @@ RECORD_FORMAT = "asz.redactions/1"
 BUCKET_RECORDS = "_archive/redactions"
 """Where the archive keeps each pushed file's redaction record: beside the sessions, under a
 name no reader of sessions lists."""
+BATCH_FILES = 64
+BATCH_BYTES = 32 << 20
+"""Counterparts published together after one flush, at most, as transcript windows land."""
 _KEEP_HEADER = ("source", "stream", "shape", "src", "lost")
 """What a counterpart's header keeps of its file's (besides kind, session, sequence)."""
 
@@ -101,6 +112,33 @@ class _State:
     offsets: dict[str, dict[int, int]] = field(default_factory=dict)
     """Per stream directory: a window's start or end in the root -> the same in the
     counterpart."""
+
+
+@dataclass(slots=True)
+class _Staged:
+    """Counterparts staged in one batch, across sessions: each is made once published."""
+
+    batch: Batch
+    pending: list[tuple[Made, LandedName, collections.Counter[str] | None]] = field(
+        default_factory=list
+    )
+    """Each file in order, its session's outcome, and its hits (None: it was made before)."""
+
+    def publish(self) -> None:
+        """Publishes what is staged after one flush of it all; when that fails, each session
+        with a file in it fails at its first one."""
+        pending, self.pending = self.pending, []
+        try:
+            self.batch.commit()
+        except Exception as err:
+            for made, name, _rules in reversed(pending):
+                made.failed = (name.path, _said(err))
+            return
+        for made, name, rules in pending:
+            made.ready.append(name)
+            if rules is not None:
+                made.made += 1
+                made.rules.update(rules)
 
 
 class RedactedRoot:
@@ -137,13 +175,24 @@ class RedactedRoot:
         return counts
 
     def make(self, session_id: str, upto: LandedName) -> Made:
-        """Makes every missing counterpart of the session's files up to ``upto``, in
-        sequence order, stopping at the first that fails (see the module)."""
+        """Makes every missing counterpart of the session's files up to ``upto``."""
+        return self.make_all([(session_id, upto)])[session_id]
+
+    def make_all(self, wanted: list[tuple[str, LandedName]]) -> dict[str, Made]:
+        """Makes every missing counterpart of each session's files up to the file named
+        with it, in sequence order, each session stopping at its first file that fails (see
+        the module). Files are published a batch at a time, across sessions."""
         if not self._swept:
             # Only the holder of the push lock writes here: a temporary file is a dead one's.
             private_dir(self.path)
             remove_stale_temps(self.path)
             self._swept = True
+        staged = _Staged(self.shadow.batch())
+        made = {session: self._make_session(session, upto, staged) for session, upto in wanted}
+        staged.publish()
+        return made
+
+    def _make_session(self, session_id: str, upto: LandedName, staged: _Staged) -> Made:
         session = self.store.open_session(session_id)
         names = [name for name in session.landed() if name.seq <= upto.seq]
         made = Made()
@@ -163,16 +212,20 @@ class RedactedRoot:
                     self._follow_windows(session, name, state)
                 made.ready.append(name)
                 continue
+            rules = None
             try:
                 if self.holds(name.path):
                     self._follow(session, name, state)
                 else:
-                    made.rules.update(self._make(session, name, state))
-                    made.made += 1
+                    rules = self._make(session, name, state, staged.batch)
             except Exception as err:  # anything: the file goes redacted or not at all
                 made.failed = (name.path, _said(err))
                 break
-            made.ready.append(name)
+            staged.pending.append((made, name, rules))
+            if len(staged.batch) >= BATCH_FILES or staged.batch.size >= BATCH_BYTES:
+                staged.publish()
+                if made.failed is not None:
+                    break
         return made
 
     # -- following what is made ---------------------------------------------------------------
@@ -204,7 +257,10 @@ class RedactedRoot:
 
     # -- making ---------------------------------------------------------------------------------
 
-    def _make(self, session: Session, name: LandedName, state: _State) -> collections.Counter[str]:
+    def _make(
+        self, session: Session, name: LandedName, state: _State, batch: Batch
+    ) -> collections.Counter[str]:
+        """Stages the counterpart of ``name`` in ``batch``, its record written first."""
         landed = session.read(name)
         hits: list[dict[str, Any]] = []
         if name.kind == BODY_KIND:
@@ -228,7 +284,6 @@ class RedactedRoot:
         header = {key: landed.header[key] for key in _KEEP_HEADER if key in landed.header}
         header["redacted"] = self.fingerprint
         stamp = {key: landed.header.get(key) for key in ("at", "writer")}
-        batch = self.shadow.batch()
         writer = SessionWriter(
             backend,
             session.id,
@@ -237,7 +292,6 @@ class RedactedRoot:
             numbered=lambda: (name.seq - 1, 0),
         )
         writer.land(name.kind, name.path.rsplit("/", 1)[0], header, records, stamp=stamp)
-        batch.commit()
         return rules
 
     def _bodies(

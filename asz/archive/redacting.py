@@ -23,9 +23,19 @@ from typing import NoReturn
 from asz.archive.cache import default_cache_dir
 from asz.archive.redacted import RedactedRoot, root_redactor
 from asz.config import Config
-from asz.store import Backend, Entry, LandedName, Store, TempFile
-from asz.store.atomic import DirSyncs, private_dir
-from asz.store.layout import REDACT_KEY_FILE, REDACTED_DIR, STATE_DIR, parse_landed
+from asz.store import (
+    REDACT_KEY_FILE,
+    REDACTED_DIR,
+    STATE_DIR,
+    Backend,
+    DirSyncs,
+    Entry,
+    LandedName,
+    Store,
+    TempFile,
+    parse_landed,
+    private_dir,
+)
 
 __all__ = ["RedactingBackend", "redacting_store"]
 

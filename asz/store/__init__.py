@@ -41,8 +41,10 @@ files are rebuilt from the landed files whenever they are missing or do not matc
 """
 
 from asz.bodykeys import BodyKeys
+from asz.store.atomic import DirSyncs, private_dir, remove_stale_temps
 from asz.store.backend import Backend, Entry, LocalBackend, TempFile
 from asz.store.bodyparts import BodyParts
+from asz.store.codec import Record, Repeat, SessionBodies
 from asz.store.derived import DerivedFile, Kept
 from asz.store.errors import (
     AmbiguousId,
@@ -54,14 +56,20 @@ from asz.store.errors import (
     TranscriptNotFound,
     UnknownSession,
 )
-from asz.store.framing import LandedFile, LandedFileError, LandedRecord
+from asz.store.framing import MAX_CONTENT_BYTES, LandedFile, LandedFileError, LandedRecord
+from asz.store.held import HeldBodies
 from asz.store.layout import (
     BODY_KIND,
     INDEX_KIND,
     KINDS,
+    REDACT_KEY_FILE,
+    REDACTED_DIR,
+    STATE_DIR,
     TRANSCRIPT_KIND,
     LandedName,
     NotASession,
+    parse_landed,
+    redactions_path,
 )
 from asz.store.manifest import CodecError
 from asz.store.resolve import MIN_PREFIX, SHOWN_PREFIX, unique_prefixes
@@ -70,6 +78,7 @@ from asz.store.session_facts import CallFact, SessionFacts
 from asz.store.store import Store, open_store
 from asz.store.streams import (
     MAIN_STREAM,
+    SNAPSHOT,
     Fresh,
     LandedWindow,
     StreamReader,
@@ -84,8 +93,13 @@ __all__ = [
     "INDEX_KIND",
     "KINDS",
     "MAIN_STREAM",
+    "MAX_CONTENT_BYTES",
     "MIN_PREFIX",
+    "REDACTED_DIR",
+    "REDACT_KEY_FILE",
     "SHOWN_PREFIX",
+    "SNAPSHOT",
+    "STATE_DIR",
     "TRANSCRIPT_KIND",
     "AmbiguousId",
     "Backend",
@@ -98,8 +112,10 @@ __all__ = [
     "CodecError",
     "DamagedTranscript",
     "DerivedFile",
+    "DirSyncs",
     "Entry",
     "Fresh",
+    "HeldBodies",
     "IndexLine",
     "Kept",
     "Landed",
@@ -112,7 +128,10 @@ __all__ = [
     "NotASession",
     "Problem",
     "ReadBackError",
+    "Record",
+    "Repeat",
     "Session",
+    "SessionBodies",
     "SessionFacts",
     "SessionSummary",
     "SessionWriter",
@@ -127,5 +146,9 @@ __all__ = [
     "VerifyReport",
     "check_derived",
     "open_store",
+    "parse_landed",
+    "private_dir",
+    "redactions_path",
+    "remove_stale_temps",
     "unique_prefixes",
 ]
