@@ -266,3 +266,16 @@ def test_a_push_killed_while_it_redacts_leaves_counterparts_that_verify_and_resu
         _env(machine), "verify", "--root", f"s3://{BUCKET_NAME}/{prefix}", "--config", str(config)
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_the_collector_never_sweeps_the_files_a_push_is_making(tmp_path: Path) -> None:
+    machine = Machine(tmp_path / "m")
+    machine.land(SynthOptions(sessions=1, turns=2))
+    session = machine.store().sessions()[0]
+    making = machine.root / STATE_DIR / REDACTED_DIR / ("f" * 24) / session / ".tmp-making"
+    making.parent.mkdir(parents=True)
+    making.write_bytes(b"a push's file, not yet published")
+    dead = machine.root / session / ".tmp-dead"
+    dead.write_bytes(b"a killed collector's")
+    machine.land()  # another process takes the root: it removes what killed writers left
+    assert not dead.exists() and making.exists()
