@@ -181,7 +181,7 @@ class Config:
 
     @property
     def location(self) -> str:
-        """The root as ``asz.store.open_store`` takes it: the archive's URL, or the directory."""
+        """The root as ``asz.archive.open_root`` takes it: the archive's URL, or the directory."""
         return self.root_url or str(self.root)
 
     @property
@@ -321,25 +321,12 @@ def load_config(
     if merged.archive.url:
         _archive_url(merged.archive.url, where)
     _check_budgets(merged, where)
-    _check_redact(merged.redact, where)
     return merged
-
-
-def _check_redact(section: RedactConfig, where: str) -> None:
-    """The rule and class names checked when the file is read, not at the first push."""
-    from dataclasses import asdict
-
-    from asz.redact import Policy
-
-    try:
-        Policy.from_settings(asdict(section))
-    except ValueError as err:
-        raise ConfigError(f"{where}: {err}") from None
 
 
 def _archive_url(url: str, where: str) -> str:
     """An archive's URL, checked: ``s3://bucket/prefix`` is the one form read."""
-    from asz.archive.location import ArchiveError, ArchiveUrl
+    from asz.locations import ArchiveError, ArchiveUrl
 
     try:
         return str(ArchiveUrl.parse(url))

@@ -8,7 +8,12 @@ tool result resent by every later request is scanned once.
 
 Targets: >= 50 MB/s of source bodies, peak RSS < 200 MB.
 
+With ``--samples DIR`` (the real Claude Code samples) it measures false positives instead:
+the markers each rule makes per MB of real bodies and of real transcript lines, which
+docs/security.md states.
+
     .venv/bin/python bench/redact.py [--megabytes 300] [--secrets] [--workdir DIR]
+    .venv/bin/python bench/redact.py --samples ../shared/claude-code-samples
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from collect import build_backlog
 
 from asz.adapters.provider_source import list_sources
-from asz.redact import Policy, Redactor
+from asz.redact import IDENTITY_RULES, Policy, Redactor
+from asz.redact.samples import sample_documents
 from asz.synth import SynthOptions
 
 TARGETS = {"mb_s": 50.0, "peak_rss_mb": 200.0}
@@ -38,14 +44,15 @@ def measure(bodies: Path) -> dict:
     """Runs in its own process: every body redacted once, in the order it was written."""
     listing = sorted(list_sources(bodies).files, key=lambda source: (source.mtime_ns, source.name))
     redactor = Redactor(Policy(), b"bench-key-bench-key-bench-key")
-    spent = 0.0
+    spent = cpu = 0.0
     source_bytes = changed = 0
     documents: collections.Counter[str] = collections.Counter()
     for source in listing:
         raw = (bodies / source.name).read_bytes()
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         out = redactor.body(raw)
         spent += time.perf_counter() - started
+        cpu += time.process_time() - started_cpu
         source_bytes += len(raw)
         documents[source.role] += 1
         changed += out.data is not raw
@@ -54,6 +61,8 @@ def measure(bodies: Path) -> dict:
         "source_mb": source_bytes / 1e6,
         "seconds": spent,
         "mb_s": source_bytes / 1e6 / spent,
+        "cpu_seconds": cpu,
+        "cpu_mb_s": source_bytes / 1e6 / max(cpu, 1e-9),
         "changed": changed,
         "markers": dict(redactor.counts.most_common()),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -71,7 +80,30 @@ def report(figures: dict) -> None:
         f"peak RSS     {rss:10.1f} MB  (target < {TARGETS['peak_rss_mb']:.0f}: "
         f"{rss / TARGETS['peak_rss_mb']:.2f} of it)"
     )
+    print(
+        f"on the CPU   {figures['cpu_seconds']:10.1f} s   {figures['cpu_mb_s']:8.1f} MB/s "
+        "(the same work, less the time other processes had the cores)"
+    )
     print(f"bodies changed {figures['changed']:,}; markers by rule: {figures['markers']}")
+
+
+def samples(directory: Path) -> None:
+    """Markers per MB by rule over the real samples, bodies and transcript lines apart."""
+    redactor = Redactor(Policy(), b"bench-key-bench-key-bench-key")
+    sizes: collections.Counter[str] = collections.Counter()
+    fired: collections.Counter[tuple[str, str]] = collections.Counter()
+    for kind, _where, raw in sample_documents(directory):
+        sizes[kind] += len(raw)
+        out = redactor.body(raw) if kind == "body" else redactor.line(raw)
+        fired.update((kind, hit.rule) for hit in out.hits)
+    for kind in ("body", "line"):
+        name = "bodies" if kind == "body" else "transcript lines"
+        print(f"{name}: {sizes[kind] / 1e6:.2f} MB")
+        for (of, rule), n in sorted(fired.items()):
+            if of == kind:
+                print(f"  {rule:<20} {n:>6}  {n / (sizes[kind] / 1e6):8.1f} per MB")
+    secret = sum(n for (_kind, rule), n in fired.items() if rule not in IDENTITY_RULES)
+    print(f"secret-rule markers: {secret} (baseline 0)")
 
 
 def main() -> None:
@@ -81,8 +113,12 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=12)
     parser.add_argument("--secrets", action="store_true", help="synth --secrets captures")
     parser.add_argument("--workdir", type=Path, help="kept afterwards (default: a temp dir)")
+    parser.add_argument("--samples", type=Path, metavar="DIR", help="measure false positives")
     parser.add_argument("--measure", type=Path, metavar="BODIES", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.samples:
+        samples(args.samples)
+        return
     if args.measure:
         sys.stdout.buffer.write(orjson.dumps(measure(args.measure)))
         return

@@ -16,7 +16,7 @@ from archive_roots import Machine, bucket_prefix
 from s3server import BUCKET, S3Server
 
 from asz.store import open_store
-from asz.store.framing import ZSTD_MAGIC
+from asz.store._framing import ZSTD_MAGIC
 from asz.synth import SynthOptions
 
 KEY = "a team's redaction key, long enough"

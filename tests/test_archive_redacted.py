@@ -18,9 +18,8 @@ import pytest
 from archive_roots import Machine, bucket_prefix
 from s3server import S3Server
 
-from asz.store import open_store
-from asz.store.framing import decode_file
-from asz.store.layout import REDACTED_DIR, STATE_DIR
+from asz.store import REDACTED_DIR, STATE_DIR, open_store
+from asz.store._framing import decode_file
 from asz.synth import SynthOptions
 
 KEY = "a team's redaction key, long enough"

@@ -150,14 +150,30 @@ def test_withheld_parts_keep_their_place_and_say_their_size() -> None:
     }
 
 
+def test_with_a_part_withheld_the_other_strings_are_still_redacted_and_counted() -> None:
+    r = redactor(withhold=["tools"])
+    out = r.body(doc(tools=[{"name": "Bash", "description": "d"}], messages=[f"key {AWS}"]))
+    assert AWS.encode() not in out.data
+    assert r.counts == {"withheld-tools": 1, "aws-access-key": 1}
+
+
+def test_a_disabled_policy_finds_and_changes_nothing() -> None:
+    r = redactor(enabled=False)
+    assert r.text(f"key {AWS}") == f"key {AWS}"
+    assert r.findings(doc(text=AWS)) == []
+    assert r.counts == {}
+
+
 def test_instruction_files_are_withheld_inside_a_reminder() -> None:
     text = (
         "<system-reminder>\nContents of /repo/CLAUDE.md (project instructions):\n\n"
         "Always run the tests.\nNever push.\n\n# currentDate\nToday is x\n</system-reminder>"
     )
-    out = json.loads(redactor(withhold=["instructions"]).body(doc(text=text)).data)["text"]
+    r = redactor(withhold=["instructions"])
+    out = json.loads(r.body(doc(text=text)).data)["text"]
     assert "Always run" not in out and "# currentDate\nToday is x" in out
-    assert "«withheld:instructions:" in out
+    assert "«withheld:instructions:" in out and out.count("bytes»") == 1
+    assert r.counts == {"withheld-instructions": 1}
 
 
 @pytest.mark.parametrize(
@@ -266,3 +282,9 @@ def _shape(value: object) -> object:
 
 def _outside_strings(raw: bytes) -> bytes:
     return STRING.sub(b'""', raw)
+
+
+def test_show_finds_the_bare_user_id_too() -> None:
+    found = redactor().findings(doc(metadata={"user_id": "ef" * 32}))
+    assert [(f.rule, f.path) for f in found] == [("device-id", "$.metadata.user_id")]
+    assert "ef" * 32 not in found[0].context

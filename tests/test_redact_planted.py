@@ -4,6 +4,7 @@ every planted value gone by its rule and every near miss left alone; and the com
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -131,3 +132,56 @@ def test_redact_refuses_a_bad_policy_and_show_without_a_session(run_asz, tmp_pat
     assert "unknown rule 'aws'" in bad.stderr.decode()
     lone = run_asz("redact", "--show", "--root", str(tmp_path))
     assert lone.returncode == 2 and "--show needs" in lone.stderr.decode()
+
+
+def _redacted_copy(source: Path, target: Path) -> None:
+    """The capture with every body and transcript line redacted, at the same times, each
+    file by a redactor of its own (as pushes in separate runs are): only the key keeps the
+    markers of one value equal."""
+    for path in sorted(source.rglob("*"), key=lambda p: p.stat().st_mtime_ns):
+        if path.is_dir():
+            continue
+        out = target / path.relative_to(source)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        raw = path.read_bytes()
+        redactor = Redactor(Policy(), KEY)
+        if path.name.endswith((".request.json", ".response.json")):
+            raw = redactor.body(raw).data
+        elif path.suffix == ".jsonl":
+            raw = b"".join(
+                redactor.line(line.rstrip(b"\n")).data + b"\n"
+                for line in raw.splitlines(keepends=True)
+            )
+        out.write_bytes(raw)
+        stat = path.stat()
+        os.utime(out, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+@pytest.mark.slow
+def test_the_cache_report_of_a_redacted_capture_is_the_same_report(
+    run_asz, capture, tmp_path
+) -> None:
+    """Equal values give equal markers, so a redacted body compares with the one before it
+    as the original did: same calls, breaks, causes, tokens and money; only the project's
+    path shows the user's name as a marker."""
+    out, expected = capture
+    _redacted_copy(out, tmp_path / "redacted")
+    reports = []
+    for name, claude in (("raw", out), ("redacted", tmp_path / "redacted")):
+        env = {"CLAUDE_CONFIG_DIR": str(claude)}
+        root = str(tmp_path / f"root-{name}")
+        assert run_asz("collect", "--once", "--root", root, env=env).returncode == 0
+        ranked = json.loads(run_asz("cache", "--json", "--root", root).stdout)
+        sessions = [
+            json.loads(run_asz("cache", s["id"], "--json", "--root", root).stdout)
+            for s in expected["sessions"]
+        ]
+        reports.append((ranked, sessions))
+    (raw_ranked, raw_sessions), (red_ranked, red_sessions) = reports
+    assert red_sessions == raw_sessions
+    assert len(raw_ranked) == len(red_ranked) == len(expected["sessions"])
+    for before, after in zip(raw_ranked, red_ranked, strict=True):
+        assert after.pop("project").startswith(("/home/«redacted:user:", "/Users/«redacted:user:"))
+        before.pop("project")
+        assert after == before
+        assert before["breaks"] > 0

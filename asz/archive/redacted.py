@@ -43,6 +43,7 @@ from typing import Any
 
 import orjson
 
+from asz.atomic import private_dir, remove_stale_temps
 from asz.config import Config
 from asz.redact import Hit, Policy, Redactor, redaction_key
 from asz.store import (
@@ -66,9 +67,7 @@ from asz.store import (
     SessionBodies,
     SessionWriter,
     Store,
-    private_dir,
     redactions_path,
-    remove_stale_temps,
 )
 
 __all__ = [

@@ -22,19 +22,18 @@ from typing import NoReturn
 
 from asz.archive.cache import default_cache_dir
 from asz.archive.redacted import RedactedRoot, root_redactor
+from asz.atomic import DirSyncs, private_dir
 from asz.config import Config
 from asz.store import (
     REDACT_KEY_FILE,
     REDACTED_DIR,
     STATE_DIR,
     Backend,
-    DirSyncs,
     Entry,
     LandedName,
     Store,
     TempFile,
     parse_landed,
-    private_dir,
 )
 
 __all__ = ["RedactingBackend", "redacting_store"]

@@ -13,9 +13,9 @@ import sys
 from typing import TYPE_CHECKING
 
 from asz.commands.args import SESSION_HELP, local_root
-from asz.commands.exits import EXIT_FAILED, UsageError
 from asz.commands.listing import add_filters, filtering, list_sessions
 from asz.config import Config
+from asz.exits import EXIT_FAILED, UsageError
 
 if TYPE_CHECKING:
     from asz.export.otel import SpanSender

@@ -13,8 +13,8 @@ import os
 from typing import TYPE_CHECKING
 
 from asz.commands.args import SESSION_HELP, landed_session, open_root
-from asz.commands.exits import EXIT_FAILED, EXIT_OK, UsageError
 from asz.config import Config
+from asz.exits import EXIT_FAILED, EXIT_OK, UsageError
 from asz.words import count
 
 if TYPE_CHECKING:
@@ -81,13 +81,19 @@ def run(args: argparse.Namespace, config: Config) -> int:
 def make_redactor(config: Config, *, make: bool = True) -> Redactor:
     """The redactor the config's ``[redact]`` and key give for the local root: a key kept in
     the root's ``_state`` is used, and made when absent if ``make`` (a push); a dry run
-    draws one for itself instead, since its counts do not depend on it."""
+    draws one for itself instead, since its counts do not depend on it. A rule or class the
+    policy does not know is a usage error naming the config file (the config, a leaf
+    module, checks only the types: the names are the redactor's)."""
     from dataclasses import asdict
 
     from asz.redact import Policy, Redactor, redaction_key
-    from asz.store.layout import REDACT_KEY_FILE, STATE_DIR
+    from asz.store import REDACT_KEY_FILE, STATE_DIR
 
-    policy = Policy.from_settings(asdict(config.redact))
+    where = str(config.source_file) if config.source_file else "the defaults"
+    try:
+        policy = Policy.from_settings(asdict(config.redact))
+    except ValueError as err:
+        raise UsageError(f"{where}: {err}") from None
     try:
         key, _origin = redaction_key(
             config.redact.key, os.environ, config.root / STATE_DIR / REDACT_KEY_FILE, make=make

@@ -10,8 +10,8 @@ import argparse
 from datetime import datetime
 from pathlib import Path
 
-from asz.commands.exits import EXIT_OK, UsageError
 from asz.config import Config
+from asz.exits import EXIT_OK, UsageError
 from asz.synth.options import SynthOptions
 from asz.words import count
 

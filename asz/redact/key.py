@@ -15,6 +15,8 @@ import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
+__all__ = ["KEY_ENV", "MIN_KEY_CHARS", "redaction_key"]
+
 KEY_ENV = "ASZ_REDACT_KEY"
 MIN_KEY_CHARS = 16
 

@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+__all__ = ["STRING", "PathPart", "decode", "format_path", "string_paths"]
+
 STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 """One JSON string token, quotes included; matched from a token boundary, it never starts
 inside a string, since every earlier string was consumed whole."""

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from asz.redact.rules import IDENTITY_RULES, RULE_NAMES
 
+__all__ = ["POLICY_VERSION", "WITHHOLD_CLASSES", "Policy"]
+
 WITHHOLD_CLASSES = ("system", "tools", "instructions", "tool-results")
 """What may be withheld whole: the system prompt, the tool schemas, instruction files
 (CLAUDE.md and memory content in reminder blocks), every tool result."""

@@ -25,6 +25,8 @@ from asz.redact.paths import STRING, PathPart, decode, format_path, string_paths
 from asz.redact.policy import Policy
 from asz.redact.rules import INSTRUCTIONS_RULE, RULES, Rule
 
+__all__ = ["Finding", "Hit", "Redacted", "Redactor", "ScannerFailed"]
+
 HASH_CHARS = 12
 MEMO_BYTES = 64 * 1024 * 1024
 """What the kept verdicts may hold at most; past it they are let go, all at once."""
@@ -71,6 +73,7 @@ _UNSEEN: Any = object()
 _Change = tuple[int, int, bytes, tuple[str, ...], tuple[tuple["PathPart", ...], bool], str]
 """A string token's start and end in its piece, its replacement, the rules that fired, its
 path in the piece (and whether it is a key), and its text."""
+_SYSTEM_BLOCK = b'{"type":"text"'
 _Found = tuple[int, int, tuple[str, ...], tuple[tuple["PathPart", ...], bool], str]
 """A change in a document: its piece's number, its start, rules, path in the piece, text."""
 _Verdict = tuple[bytes, tuple[str, ...]] | None
@@ -104,23 +107,35 @@ class Redactor:
 
     def text(self, value: str) -> str:
         """Free text (a cause's detail, an exported string), redacted."""
+        if not self.policy.enabled:
+            return value
         spans = self._scan(value)
         if spans:
             self.counts.update(rule for _, _, rule in spans)
         return self._replace(value, spans)
 
     def findings(self, raw: bytes) -> list[Finding]:
-        """Each hit of a document with a little masked context, for ``asz redact --show``."""
+        """Each hit of a document with a little masked context, for ``asz redact --show``
+        (withheld parts are not shown: they are whole strings, not finds)."""
         found: list[Finding] = []
-        for start, path, _key in string_paths(raw):
-            match = STRING.match(raw, start)
-            if match is None or len(match.group()) < MIN_TOKEN:
-                continue
-            try:
-                text = decode(match.group())
-            except ValueError:
-                continue
+        if not self.policy.enabled:
+            return found
+        try:
+            orjson.loads(raw)
+            strings = [(path, STRING.match(raw, at)) for at, path, _ in string_paths(raw)]
+            texts = [
+                (path, decode(m.group()))
+                for path, m in strings
+                if m and len(m.group()) >= MIN_TOKEN
+            ]
+        except (orjson.JSONDecodeError, ValueError):
+            texts = [((), raw.decode("utf-8", "surrogateescape"))]
+        for path, text in texts:
             spans = self._scan(text)
+            if not spans and path and path[-1] == "user_id" and len(text) == 64:
+                token = orjson.dumps(text)
+                if self._bare_user_id(b'"user_id":' + token, 10, token) is not None:
+                    spans = [(0, len(text), "device-id")]
             if not spans:
                 continue
             shown = self._replace(text, spans)
@@ -248,7 +263,7 @@ class Redactor:
         if not hits:
             return Redacted(raw, ())
         pieces.append(raw[done:])
-        self.counts.update(hit.rule for hit in hits if hit.rule.startswith("withheld-"))
+        self.counts.update(hit.rule for hit in hits)
         return Redacted(b"".join(pieces), tuple(hits))
 
     def _withheld_class(
@@ -350,7 +365,7 @@ class Redactor:
             out.append(text[done:start])
             value = text[start:end]
             if rule == INSTRUCTIONS_RULE.name:
-                out.append(self._withheld_marker(rule, value))
+                out.append(self._withheld_marker("instructions", value))
             else:
                 out.append(self._marker(rule, value))
             done = end
@@ -387,20 +402,29 @@ def _encode(token: bytes, text: str) -> bytes:
 
 
 def _bounds(raw: bytes) -> list[int]:
-    """Where a body is cut: before each message (``{"role":``) and before the keys of the
-    parts every request of a session repeats (the first ``"system":`` and ``"tools":``,
-    the last ``"metadata":``, where Claude Code writes them). An unescaped quote is never
-    inside a string, so each is a token boundary and scanning strings from one is in step
-    with the document, wherever in it the cut falls."""
+    """Where a body is cut: before each message (``{"role":``), before the keys of the
+    parts every request of a session repeats (the first ``"system":`` and ``"tools":``, the
+    last ``"metadata":``, where Claude Code writes them), and before each block of the system
+    prompt, whose first block (the billing header) changes at every request while the others
+    stay. An unescaped quote is never inside a string, so each cut is a token boundary and
+    scanning strings from one is in step with the document, wherever in it the cut falls."""
     cuts = [0]
     at = raw.find(b'{"role":')
     while at >= 0:
         cuts.append(at)
         at = raw.find(b'{"role":', at + 1)
+    system = raw.find(b'"system":[')
     for key, last in ((b'"system":', False), (b'"tools":', False), (b'"metadata":', True)):
         at = raw.rfind(key) if last else raw.find(key)
         if at > 0:
             cuts.append(at)
+    if system > 0:
+        ends = [cut for cut in cuts if cut > system]
+        end = min(ends) if ends else len(raw)
+        at = raw.find(_SYSTEM_BLOCK, system, end)
+        while at >= 0:
+            cuts.append(at)
+            at = raw.find(_SYSTEM_BLOCK, at + 1, end)
     cuts.sort()
     cuts.append(len(raw))
     return cuts
@@ -415,11 +439,14 @@ def _placed(
     parsed document must hold the change's text there)."""
     messages = parsed.get("messages") if isinstance(parsed, dict) else None
     places: list[tuple[PathPart, ...]] = []
-    index = 0
+    index = block = 0
     for start in bounds[:-1]:
         if start and raw.startswith(b'{"role":', start):
             places.append(("messages", index))
             index += 1
+        elif start and raw.startswith(_SYSTEM_BLOCK, start):
+            places.append(("system", block))
+            block += 1
         else:
             places.append(())
     if index != (len(messages) if isinstance(messages, list) else 0):

@@ -32,6 +32,16 @@ from detect_secrets.plugins.private_key import PrivateKeyDetector
 from detect_secrets.plugins.slack import SlackDetector
 from detect_secrets.plugins.stripe import StripeDetector
 
+__all__ = [
+    "ALL_RULES",
+    "IDENTITY_RULES",
+    "INSTRUCTIONS_RULE",
+    "RULES",
+    "RULE_NAMES",
+    "Rule",
+    "Span",
+]
+
 Span = tuple[int, int]
 """Where a found value sits in the decoded string: [start, end)."""
 
@@ -138,10 +148,16 @@ def _keyword(text: str) -> Iterator[Span]:
     false positives and placeholders. Its expressions run on a window around each name
     followed by an assignment, not over a whole file's text."""
     before, after = KEYWORD_WINDOW
-    seen: set[Span] = set()
+    windows: list[list[int]] = []
     for near in _KEYWORD_NEAR.finditer(text):
-        offset = max(0, near.start() - before)
-        window = text[offset : near.end() + after]
+        start, end = max(0, near.start() - before), near.end() + after
+        if windows and start <= windows[-1][1]:
+            windows[-1][1] = end  # overlapping windows are read as one
+        else:
+            windows.append([start, end])
+    seen: set[Span] = set()
+    for offset, end in windows:
+        window = text[offset:end]
         for pattern, group in _KEYWORD_PATTERNS:
             for match in pattern.finditer(window):
                 value = match.group(group)
@@ -407,7 +423,7 @@ IDENTITY_RULES_TABLE: tuple[Rule, ...] = (
 )
 
 INSTRUCTIONS_RULE = Rule(
-    "instructions", "withheld", OURS, ("claude.md", "memory"), True, _instructions
+    "withheld-instructions", "withheld", OURS, ("claude.md", "memory"), True, _instructions
 )
 
 ALL_RULES = SECRET_RULES + IDENTITY_RULES_TABLE

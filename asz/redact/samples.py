@@ -12,6 +12,8 @@ from pathlib import Path
 
 import orjson
 
+__all__ = ["sample_documents"]
+
 
 def sample_documents(samples: Path) -> Iterator[tuple[str, str, bytes]]:
     """``(kind, where, raw)``: kind is "body" or "line"."""

@@ -14,6 +14,8 @@ from typing import Protocol
 
 from asz.redact.redactor import Redactor, ScannerFailed
 
+__all__ = ["SessionLike", "Tally", "tally_documents", "tally_session"]
+
 
 class _Line(Protocol):
     @property

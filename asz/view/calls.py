@@ -21,8 +21,7 @@ from typing import Any
 
 import orjson
 
-from asz.store import MAIN_STREAM, TranscriptLine
-from asz.store.session_facts import SYNTHETIC_MODEL
+from asz.store import MAIN_STREAM, SYNTHETIC_MODEL, TranscriptLine
 from asz.view.evidence import Seen, seen_on_line
 
 

@@ -2,7 +2,7 @@
 
 Building a report reads every landed body of the session; ``asz cache`` over every session,
 and the web view, would do that for each session each time. So a report is kept in
-``<session>/cache.json`` with what it was made from (``asz.store.derived``): the mark of the
+``<session>/cache.json`` with what it was made from (``asz.store._derived``): the mark of the
 session's landed files (``Session.landed_mark``; landed files never change once published)
 and the fingerprint of the price table. While both are the same, and the file is whole, the
 kept report is the report. The collector keeps
@@ -16,8 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from asz.store import DerivedFile, Problem, Session, check_derived
-from asz.store.layout import report_path
+from asz.store import DerivedFile, Problem, Session, check_derived, report_path
 from asz.view.cache import cache_report
 from asz.view.prices import PriceTable
 
@@ -79,6 +78,6 @@ def _is_kept(value: Any, session: Session) -> bool:
 def check_kept(session: Session, prices: PriceTable, problems: list[Problem]) -> None:
     """``asz verify`` of the session's kept report, when it has one: made again from the
     landed files, a problem when the kept one was not whole or does not hold what they give
-    (``asz.store.verify.check_derived``)."""
+    (``asz.store._verify.check_derived``)."""
     if session.store.backend.exists(report_path(session.id)):
         check_derived(session, [KEPT_REPORT], lambda fresh: reported(fresh, prices), problems)

@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from asz.store.framing import LandedFile, LandedFileError
-from asz.store.layout import TRANSCRIPT_KIND
+from asz.store._framing import LandedFile, LandedFileError
+from asz.store._layout import TRANSCRIPT_KIND
 
 MAIN_STREAM = "main"
 APPEND = "append"

@@ -1,7 +1,7 @@
 """How the store reaches its files: one small interface, and a local directory behind it.
 
 Everything that reads or writes landed files goes through :class:`Backend`, with paths
-relative to the root (``asz.store.layout``), so that a root held elsewhere (a bucket) is one
+relative to the root (``asz.store._layout``), so that a root held elsewhere (a bucket) is one
 new implementation of these few calls: list, read, read a range, write a temporary file that
 can only be created, publish temporaries under their final names without replacing anything,
 remove a temporary, and replace a file of derived state whole (and three looks: whether a
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from asz.store.atomic import (
+from asz.atomic import (
     DirSyncs,
     LocalTemp,
     publish_temps,
@@ -87,7 +87,7 @@ class Backend(Protocol):
         """What tells the file at ``path`` apart from any other version of it without reading
         it (on a disk: its size, times and inode; in a bucket: its size and ETag); OSError when
         there is none. A landed file never changes once published, so a stamp that changed is
-        a file rewritten, and what was derived from it is made again (``asz.store.derived``)."""
+        a file rewritten, and what was derived from it is made again (``asz.store._derived``)."""
         ...
 
     def write_temp(self, path: str, data: bytes) -> TempFile:

@@ -20,8 +20,8 @@ import os
 import re
 from collections.abc import Iterable
 
-from asz.store.errors import AmbiguousId, StoreError
-from asz.store.layout import NotASession
+from asz.store._errors import AmbiguousId, StoreError
+from asz.store._layout import NotASession
 
 MIN_PREFIX = 4
 """The fewest characters a prefix may have: a shorter one names a session or a body only by

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from asz.store.errors import BodyNotFound
-from asz.store.held import HeldBodies
-from asz.store.layout import BODY_KIND
-from asz.store.manifest import CodecError, Record, Repeat, new_pieces, referenced_pieces
+from asz.store._errors import BodyNotFound
+from asz.store._held import HeldBodies
+from asz.store._layout import BODY_KIND
+from asz.store._manifest import CodecError, Record, Repeat, new_pieces, referenced_pieces
 
 if TYPE_CHECKING:
-    from asz.store.errors import Problem
-    from asz.store.framing import LandedFile, LandedRecord
-    from asz.store.session import BodyManifest, Session
+    from asz.store._errors import Problem
+    from asz.store._framing import LandedFile, LandedRecord
+    from asz.store._session import BodyManifest, Session
 
 
 class BodyLoader:

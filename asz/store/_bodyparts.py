@@ -25,16 +25,16 @@ from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from asz.store.bodyreader import BodyLoader
-from asz.store.held import HeldBodies
-from asz.store.manifest import MAX_DEPTH
+from asz.store._bodyreader import BodyLoader
+from asz.store._held import HeldBodies
+from asz.store._manifest import MAX_DEPTH
 
 KEPT_REQUESTS = 64
 """Latest requests a walk keeps, besides the chain tips, for a reader comparing each request
 with the one before it of its chain."""
 
 if TYPE_CHECKING:
-    from asz.store.session import Session
+    from asz.store._session import Session
 
 
 class BodyParts:

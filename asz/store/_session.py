@@ -17,17 +17,17 @@ import orjson
 
 from asz.bodykeys import BodyKeys
 from asz.progress import Progress, Silent
-from asz.store.bodyparts import BodyParts
-from asz.store.bodyreader import BodyReader
-from asz.store.derived import Kept, landed_mark, mark_of, stamp_of
-from asz.store.errors import (
+from asz.store._bodyparts import BodyParts
+from asz.store._bodyreader import BodyReader
+from asz.store._derived import Kept, landed_mark, mark_of, stamp_of
+from asz.store._errors import (
     BodyNotFound,
     DamagedTranscript,
     Problem,
     TranscriptNotFound,
 )
-from asz.store.framing import MAX_CONTENT_BYTES, LandedFile, LandedFileError, decode_file
-from asz.store.layout import (
+from asz.store._framing import MAX_CONTENT_BYTES, LandedFile, LandedFileError, decode_file
+from asz.store._layout import (
     BODY_KIND,
     INDEX_KIND,
     STREAM_PREFIX,
@@ -40,17 +40,17 @@ from asz.store.layout import (
     stream_key,
     transcripts_dir,
 )
-from asz.store.manifest import ROLES
-from asz.store.manifest_index import (
+from asz.store._manifest import ROLES
+from asz.store._manifest_index import (
     MANIFESTS,
     IndexedFile,
     decode_index,
     encode_index,
     pieces_named,
 )
-from asz.store.resolve import bodies_starting, body_text, only
-from asz.store.session_facts import SessionFacts, load_facts
-from asz.store.streams import (
+from asz.store._resolve import bodies_starting, body_text, only
+from asz.store._session_facts import SessionFacts, load_facts
+from asz.store._streams import (
     Fresh,
     LandedWindow,
     StreamReader,
@@ -58,11 +58,11 @@ from asz.store.streams import (
     split_lines,
     windows_of,
 )
-from asz.store.summary import SessionSummary, summarize
-from asz.store.writer import read_seq_file
+from asz.store._summary import SessionSummary, summarize
+from asz.store._writer import read_seq_file
 
 if TYPE_CHECKING:
-    from asz.store.store import Store
+    from asz.store._store import Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +144,7 @@ class Session:
         """A problem when numbers of the session's sequence have no landed file.
 
         Every landed file of a session, of any kind, takes the next number of one sequence,
-        and a number is used only by a file that landed (``asz.store.writer``); so the files
+        and a number is used only by a file that landed (``asz.store._writer``); so the files
         are numbered 1 to n without a gap, n being at least what the ``seq`` file remembers.
         A number without its file is a landed file gone (removed, or not yet copied into a
         bucket a push is filling), unless the file after the gap says it was landed past
@@ -196,7 +196,7 @@ class Session:
         published, so a result derived from them holds while the mark is the same; a file
         rewritten in any way (cut short, or changed in place at the same size) changes its
         stamp, so it is read again and its problem said, rather than hidden behind what was
-        derived before (``asz.store.derived``)."""
+        derived before (``asz.store._derived``)."""
         return landed_mark(self.store.backend, self.landed() if names is None else names)
 
     def landed_bytes(self, kind: str | None = None) -> int:
@@ -236,7 +236,7 @@ class Session:
     def manifests(self) -> dict[str, BodyManifest]:
         """Every landed body's manifest by record id, in landing order; the first landing of
         an id wins. Read once per session object, from the manifest index where it holds
-        (:mod:`asz.store.manifest_index`) and from the body files it lacks."""
+        (:mod:`asz.store._manifest_index`) and from the body files it lacks."""
         if self._manifests is None:
             self._manifests = {}
             backend = self.store.backend
@@ -319,7 +319,7 @@ class Session:
 
     def find_body(self, text: str) -> str:
         """The record id ``text`` names as a person pastes it: the id, the source file name
-        (or a path to it), or a prefix of the id (``asz.store.resolve``). BodyNotFound when
+        (or a path to it), or a prefix of the id (``asz.store._resolve``). BodyNotFound when
         none matches, AmbiguousId when several do."""
         wanted = body_text(text)
         if wanted in self.manifests():
@@ -346,7 +346,7 @@ class Session:
 
     def body_parts(self) -> BodyParts:
         """The session's bodies as spans of their landed parts, for comparing requests through
-        the front they share (see :mod:`asz.store.bodyparts`); a new reader each call."""
+        the front they share (see :mod:`asz.store._bodyparts`); a new reader each call."""
         return BodyParts(self)
 
     def problems_said(self) -> str:
@@ -382,7 +382,7 @@ class Session:
         self, names: Iterable[LandedName], problems: list[Problem] | None = None
     ) -> Iterator[tuple[LandedName, LandedWindow, Fresh | None]]:
         """The windows of one stream's files, each with what it adds to its source read by the
-        rule of ``asz.store.streams`` (None for a snapshot, a whole copy of its own)."""
+        rule of ``asz.store._streams`` (None for a snapshot, a whole copy of its own)."""
         reader = StreamReader()
         for name, window in self.windows(names, problems):
             yield name, window, None if window.snapshot else reader.take(window)
@@ -432,7 +432,7 @@ class Session:
         return load_facts(self)
 
     def summary(self) -> SessionSummary:
-        """The session in one line, as ``asz sessions`` lists it (``asz.store.summary``)."""
+        """The session in one line, as ``asz sessions`` lists it (``asz.store._summary``)."""
         return summarize(self)
 
     # -- index lines -----------------------------------------------------------------------

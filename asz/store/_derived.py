@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 if TYPE_CHECKING:
-    from asz.store.backend import Backend
-    from asz.store.layout import LandedName
-    from asz.store.session import Session
+    from asz.store._backend import Backend
+    from asz.store._layout import LandedName
+    from asz.store._session import Session
 
 
 def landed_mark(backend: Backend, names: Iterable[LandedName]) -> str:
@@ -62,7 +62,7 @@ def mark_of(stamps: Iterable[tuple[str, str]]) -> str:
 @dataclass(frozen=True, slots=True)
 class Kept:
     """What a derived file held, once it proved whole: the mark it was made at, and its value
-    (JSON, to be checked for its kind by its reader, ``asz.store.cached``)."""
+    (JSON, to be checked for its kind by its reader, ``asz.store._cached``)."""
 
     mark: str
     value: Any
@@ -73,7 +73,7 @@ class DerivedFile:
     """One kind of derived file: where it is in a session, its schema, and the most it may be."""
 
     path_of: Callable[[str], str]
-    """The file's path relative to the root, from the session id (``asz.store.layout``)."""
+    """The file's path relative to the root, from the session id (``asz.store._layout``)."""
     schema: int
     limit: int
 

@@ -3,8 +3,8 @@
 A Claude Code request resends what the session already has: the tool list, the system prompt
 and the whole conversation so far. A record therefore keeps only what is new, and names the
 rest: the front the body shares with an earlier body of the session, and the pieces (tool
-definitions and long strings, see ``asz.store.scan``) that an earlier record already holds.
-Cutting is :mod:`asz.store.codec`; holding and rebuilding is :mod:`asz.store.held`.
+definitions and long strings, see ``asz.store._scan``) that an earlier record already holds.
+Cutting is :mod:`asz.store._codec`; holding and rebuilding is :mod:`asz.store._held`.
 
 A record is a manifest (``Record.meta``, a JSON object) and a payload (``Record.payload``, the
 record's own blobs concatenated). Manifest fields, in the order they are written:

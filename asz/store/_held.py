@@ -1,6 +1,6 @@
 """Holding a session's body records and rebuilding any of them exactly.
 
-A record (see :mod:`asz.store.manifest`) names bodies and pieces held before it, so a session's
+A record (see :mod:`asz.store._manifest`) names bodies and pieces held before it, so a session's
 records are held in landing order: each is checked against what is held and against its own
 payload before anything proportional to its claims is built, and held only once it rebuilds to
 the digest it names. Rebuilding walks a body's copies down to a cached or copy-free body and up
@@ -14,8 +14,8 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any
 
-from asz.store.bodycache import CACHE_BYTES, BodyCache
-from asz.store.manifest import (
+from asz.store._bodycache import CACHE_BYTES, BodyCache
+from asz.store._manifest import (
     CHAIN_PATTERN,
     DIGEST_PATTERN,
     MAX_BODY,

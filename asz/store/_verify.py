@@ -6,7 +6,7 @@ Verification starts from nothing but the files. For each session:
   is held and rebuilt against the size and SHA-256 its manifest claims;
 - transcript streams: every window's bytes match their digest and line count and end with a
   complete line (an empty window, which keeps an empty source, has none), an append-only
-  source's windows follow each other (``asz.store.streams``), a snapshot starts at byte 0;
+  source's windows follow each other (``asz.store._streams``), a snapshot starts at byte 0;
 - index files: every line has its offset and matches its digest, offsets only grow;
 - the sequence: no number is missing (``Session.gaps``);
 - derived files (the summary, the facts, the manifest index): each is made again from the
@@ -24,14 +24,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from asz.store.bodyreader import BodyLoader
-from asz.store.derived import DerivedFile
-from asz.store.errors import Problem
-from asz.store.layout import INDEX_KIND, TRANSCRIPT_KIND, stream_key
-from asz.store.manifest_index import MANIFESTS
-from asz.store.session import Session
-from asz.store.session_facts import FACTS
-from asz.store.summary import SUMMARY
+from asz.store._bodyreader import BodyLoader
+from asz.store._derived import DerivedFile
+from asz.store._errors import Problem
+from asz.store._layout import INDEX_KIND, TRANSCRIPT_KIND, stream_key
+from asz.store._manifest_index import MANIFESTS
+from asz.store._session import Session
+from asz.store._session_facts import FACTS
+from asz.store._summary import SUMMARY
 
 DERIVED = (SUMMARY, FACTS, MANIFESTS)
 """The derived files the store makes of a session (the view keeps one more, its report)."""

@@ -6,7 +6,7 @@ session filter needs the directories and cwds its transcripts name even after Cl
 pruned them, and a listing of sessions needs when each was active, with which models, and how
 many lines landed, without reading every transcript again. Everything here is rebuilt from
 the landed files alone; a derived file (``<session>/transcripts/facts.json``,
-``asz.store.derived``) keeps the result together with the highest sequence number it covers
+``asz.store._derived``) keeps the result together with the highest sequence number it covers
 (its watermark) and the mark of the landed transcript files at or below it. Landing feeds each
 new window straight in; a reader whose file is missing or behind reads only the files it
 lacks, and one whose covered files are not the ones it was made from (one rewritten, say)
@@ -26,17 +26,18 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from asz.store.cached import optional_text
-from asz.store.derived import DerivedFile
-from asz.store.layout import TRANSCRIPT_KIND, facts_path
-from asz.store.streams import MAIN_STREAM, LandedWindow, StreamReader
+from asz.store._cached import optional_text
+from asz.store._derived import DerivedFile
+from asz.store._layout import TRANSCRIPT_KIND, facts_path
+from asz.store._streams import MAIN_STREAM, LandedWindow, StreamReader
 
 if TYPE_CHECKING:
-    from asz.store.layout import LandedName
-    from asz.store.session import Session
+    from asz.store._layout import LandedName
+    from asz.store._session import Session
 
 FACTS = DerivedFile(facts_path, schema=3, limit=1 << 30)
 SYNTHETIC_MODEL = "<synthetic>"
+"""The model of a call Claude Code wrote itself and never sent: a message, not a call."""
 _ASSISTANT = b'"assistant"'
 _PROMPT_ID = b'"promptId"'
 _CWD_KEY = b'"cwd"'

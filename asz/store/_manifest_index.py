@@ -11,7 +11,7 @@ quarter of what building its cache report costs. So they are kept in
 read from the index, and a file it lacks (landed since, rewritten, or the index is missing or
 not whole) is read from itself, and the index written again where the root may be written.
 
-The index is derived state like the summary (``asz.store.derived``): nothing in it is needed
+The index is derived state like the summary (``asz.store._derived``): nothing in it is needed
 to rebuild a body, a reader that cannot use it reads the files, and ``asz verify`` checks it
 against what the files give.
 """
@@ -21,10 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from asz.store.cached import count, text
-from asz.store.derived import DerivedFile
-from asz.store.layout import manifests_path
-from asz.store.manifest import referenced_pieces
+from asz.store._cached import count, text
+from asz.store._derived import DerivedFile
+from asz.store._layout import manifests_path
+from asz.store._manifest import referenced_pieces
 
 MANIFESTS = DerivedFile(manifests_path, schema=2, limit=1 << 30)
 """Its mark is of the body files; a reader takes it file by file, each entry holding while its

@@ -9,7 +9,7 @@ Every kind of landed file (bodies, transcript windows, index lines) lands throug
    the ``seq`` file remembers numbers above every landed file (files a power cut lost before
    their directory was flushed), its first file says so in its header (``lost``: the first
    and last such number), so that readers know that gap for one the collector landed past;
-2. it frames the records (``asz.store.framing``) at the zstd level of their kind;
+2. it frames the records (``asz.store._framing``) at the zstd level of their kind;
 3. it writes them under a temporary name, reads them back from where they were written, and
    checks that they are the bytes written and decompress to exactly what was framed (and
    whatever the caller checks besides, every body rebuilding for instance) before anything
@@ -18,7 +18,7 @@ Every kind of landed file (bodies, transcript windows, index lines) lands throug
    never replacing a file;
 5. it remembers the highest number used, once the batch is published.
 
-A named crash point (``asz.store.crashpoints``) sits after the read-back check and after the
+A named crash point (``asz.crashpoints``) sits after the read-back check and after the
 publish of each file, so the crash tests can stop a writer in either gap.
 """
 
@@ -29,10 +29,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from asz.store.atomic import DirSyncs
-from asz.store.backend import Backend, TempFile
-from asz.store.crashpoints import crash_point
-from asz.store.framing import (
+from asz.atomic import DirSyncs
+from asz.crashpoints import crash_point
+from asz.store._backend import Backend, TempFile
+from asz.store._framing import (
     ZSTD_LEVEL,
     LandedFile,
     LandedFileError,
@@ -40,7 +40,7 @@ from asz.store.framing import (
     content_of_own,
     frame,
 )
-from asz.store.layout import (
+from asz.store._layout import (
     BODY_KIND,
     INDEX_KIND,
     TRANSCRIPT_KIND,

@@ -2,10 +2,10 @@
 
 ``asz sessions`` lists every session of a root, so a summary must not cost a read of every
 landed file of every session each time. The transcript part comes from the session's facts
-(kept up to date window by window, ``asz.store.session_facts``); the body part needs the
+(kept up to date window by window, ``asz.store._session_facts``); the body part needs the
 manifests, which means reading every body file. So a summary is kept in a derived cache
 (``<session>/summary.json``) together with a digest of the names of the landed files it was
-made from (``asz.store.derived``): landed files are never changed after they are published, so
+made from (``asz.store._derived``): landed files are never changed after they are published, so
 while they are the same the summary is, and listing a session costs a listing of its
 directories and a stamp of each file. When they differ the summary is made again from the
 files (one session at a time: the ones that landed something, or were damaged, since). A
@@ -18,13 +18,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from asz.store.cached import count, optional_text, text
-from asz.store.derived import DerivedFile
-from asz.store.layout import summary_path
+from asz.store._cached import count, optional_text, text
+from asz.store._derived import DerivedFile
+from asz.store._layout import summary_path
 
 if TYPE_CHECKING:
-    from asz.store.layout import LandedName
-    from asz.store.session import Session
+    from asz.store._layout import LandedName
+    from asz.store._session import Session
 
 SUMMARY = DerivedFile(summary_path, schema=2, limit=1 << 20)
 

@@ -3,10 +3,10 @@
 A Claude Code request resends what the session already has: the tool list, the system prompt
 and the whole conversation so far. A record therefore keeps only what is new, and names the
 rest: the front the body shares with an earlier body of the session, and the pieces (tool
-definitions and long strings, see ``asz.store.scan``) that an earlier record already holds.
+definitions and long strings, see ``asz.store._scan``) that an earlier record already holds.
 
-The record format is :mod:`asz.store.manifest`; holding records and rebuilding bodies is
-:mod:`asz.store.held`, which :class:`SessionBodies` extends with cutting.
+The record format is :mod:`asz.store._manifest`; holding records and rebuilding bodies is
+:mod:`asz.store._held`, which :class:`SessionBodies` extends with cutting.
 
 How a body is cut: the copy base is the latest request of the body's own chain, else one of the
 ``OTHER_TIPS`` most recently extended other chains, whichever shares the longest front (ties go
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from asz.bodykeys import BodyKeys
-from asz.store.bodycache import CACHE_BYTES
-from asz.store.held import MAX_TIPS, Entry, HeldBodies
-from asz.store.manifest import (
+from asz.store._bodycache import CACHE_BYTES
+from asz.store._held import MAX_TIPS, Entry, HeldBodies
+from asz.store._manifest import (
     MAX_BODY,
     MAX_DEPTH,
     ROLES,
@@ -45,7 +45,14 @@ from asz.store.manifest import (
     dumps_meta,
     whole_record,
 )
-from asz.store.scan import MIN_PIECE, Layout, NotCuttable, require_json_object, scan_body, scan_rest
+from asz.store._scan import (
+    MIN_PIECE,
+    Layout,
+    NotCuttable,
+    require_json_object,
+    scan_body,
+    scan_rest,
+)
 
 __all__ = [
     "MAX_BODY",

@@ -19,16 +19,16 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from asz.atomic import DirSyncs
 from asz.bodykeys import BodyKeys
 from asz.progress import Progress, Silent
-from asz.store.atomic import DirSyncs
-from asz.store.bodyreader import BodyLoader
-from asz.store.codec import IdConflict, Record, Repeat, SessionBodies
-from asz.store.errors import Problem
-from asz.store.framing import LandedFile
-from asz.store.layout import BODY_KIND, bodies_dir
-from asz.store.store import Store
-from asz.store.writer import ReadBackError
+from asz.store._bodyreader import BodyLoader
+from asz.store._codec import IdConflict, Record, Repeat, SessionBodies
+from asz.store._errors import Problem
+from asz.store._framing import LandedFile
+from asz.store._layout import BODY_KIND, bodies_dir
+from asz.store._store import Store
+from asz.store._writer import ReadBackError
 from asz.tally import Tally
 
 _RECORD_OVERHEAD = 32

@@ -6,16 +6,17 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from asz.atomic import DirSyncs
 from asz.bodykeys import is_session_id
+from asz.locations import is_archive
 from asz.progress import Progress
-from asz.store.atomic import DirSyncs
-from asz.store.backend import Backend, LocalBackend
-from asz.store.errors import StoreError, UnknownSession
-from asz.store.layout import SEQ_FILE, session_dir
-from asz.store.resolve import only, session_text, sessions_starting
-from asz.store.session import Session
-from asz.store.verify import VerifyReport, verify_session
-from asz.store.writer import Batch, SessionWriter, read_seq_file
+from asz.store._backend import Backend, LocalBackend
+from asz.store._errors import StoreError, UnknownSession
+from asz.store._layout import SEQ_FILE, session_dir
+from asz.store._resolve import only, session_text, sessions_starting
+from asz.store._session import Session
+from asz.store._verify import VerifyReport, verify_session
+from asz.store._writer import Batch, SessionWriter, read_seq_file
 
 
 class Store:
@@ -46,7 +47,7 @@ class Store:
 
     def find_session(self, text: str) -> Session:
         """The landed session ``text`` names as a person pastes it: its id in any case, or a
-        prefix of it (``asz.store.resolve``). NotASession when it cannot start an id,
+        prefix of it (``asz.store._resolve``). NotASession when it cannot start an id,
         UnknownSession when no landed session matches, AmbiguousId when several do."""
         wanted = session_text(text)
         if is_session_id(wanted) and self.backend.list(session_dir(wanted)):
@@ -107,7 +108,7 @@ class Store:
         return Batch(self.backend, defer)
 
     def writer(self, session_id: str, batch: Batch) -> SessionWriter:
-        """The writer every landing into the session goes through (``asz.store.writer``)."""
+        """The writer every landing into the session goes through (``asz.store._writer``)."""
         session_dir(session_id)
         return SessionWriter(
             self.backend,
@@ -119,16 +120,14 @@ class Store:
 
 
 def open_store(location: str | os.PathLike[str] | Backend, *, compression: str = "zstd") -> Store:
-    """The root at ``location``: a directory, a team archive's ``s3://bucket/prefix`` (read
-    only, configured from the environment; ``asz.archive``), or a backend already opened.
+    """The root at ``location``: a directory, or a backend already opened (a team archive's
+    is ``asz.archive.open_archive``; ``asz.archive.open_root`` takes either form of name).
     Opening reads nothing; a missing directory is an empty root."""
     if not isinstance(location, str | os.PathLike):
         return Store(location, compression)
     text = os.fspath(location)
-    if text.startswith("s3://"):
-        from asz.archive import open_archive
-
-        return Store(open_archive(text), compression)
+    if is_archive(text):
+        raise StoreError(f"{text}: an archive is opened by asz.archive.open_root")
     if "://" in text:
         raise StoreError(f"{text}: a root is a directory or an s3://bucket/prefix archive")
     return Store(LocalBackend(Path(text)), compression)

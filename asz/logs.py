@@ -63,6 +63,12 @@ def configure_logging(
     return logger
 
 
+def log_to_stderr(log_format: str = "auto") -> None:
+    """Sends what the parts log to stderr (structlog prints to stdout unless told), so that a
+    command's stdout carries only what it means to print (``asz.output``)."""
+    configure_logging(sys.stderr, log_format)
+
+
 def _for_people(stream: TextIO, log_format: str) -> bool:
     if log_format not in LOG_FORMATS:
         raise ValueError(f"log format {log_format!r} is not one of {', '.join(LOG_FORMATS)}")

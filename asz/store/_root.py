@@ -17,9 +17,9 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from asz.atomic import DIR_MODE, private_dir, remove_stale_temps
 from asz.bodykeys import is_session_id
-from asz.store.atomic import DIR_MODE, private_dir, remove_stale_temps
-from asz.store.layout import LOCK_FILE, REDACTED_DIR, STATE_DIR, session_dir
+from asz.store._layout import LOCK_FILE, REDACTED_DIR, STATE_DIR, session_dir
 
 
 class Busy(Exception):
