@@ -15,6 +15,9 @@ it is described)::
         provider-index.json                    how far index.jsonl was read
         archive-pushed.jsonl                   what asz push sent to the team archive
         archive-push.lock                      one push at a time (flock)
+        redact.key                             the redaction key made when none is given (0600)
+        redacted/<policy>/                     what asz push sends: the landed files, redacted
+            <session>/.../<name>.asz.redactions.json  beside each: the rules that fired, where
         otlp/<endpoint digest>/<session>.json  what asz export otlp sent to an OTLP endpoint
         otlp-export.lock                       one export at a time (flock)
     <session>/                                 a UUID-form session id; nothing else is one

@@ -196,7 +196,7 @@ class SessionWriter:
         ``header`` adds to the kind, session and sequence number every header has. ``check``
         sees the file as read back (already proven to hold exactly these records) and may
         refuse it by raising; ``published`` runs once it is published. ``stamp`` is the
-        time and writer of a file this one stands for (``asz.store.framing.frame``).
+        time and writer of a file this one stands for (``asz.store._framing.frame``).
         """
         seq = self.next_seq()
         lost = {"lost": self._lost} if seq == self._first and self._lost else {}
