@@ -316,14 +316,17 @@ def replace_derived(path: Path, data: bytes) -> None:
         raise
 
 
-def remove_stale_temps(directory: Path) -> int:
-    """Removes the temporary files that killed writers left anywhere below ``directory``.
+def remove_stale_temps(directory: Path, skip: Path | None = None) -> int:
+    """Removes the temporary files that killed writers left anywhere below ``directory``,
+    except below ``skip`` (a directory another lock's holder writes).
 
     They were never published, so nothing refers to them. Only the holder of the root's lock
     may call this: a live writer's temporary file looks just like a dead one's.
     """
     removed = 0
-    for parent, _dirs, files in os.walk(directory):
+    for parent, dirs, files in os.walk(directory):
+        if skip is not None:
+            dirs[:] = [name for name in dirs if Path(parent, name) != skip]
         for name in files:
             if name.startswith(TEMP_PREFIX):
                 with contextlib.suppress(FileNotFoundError):

@@ -15,6 +15,9 @@ it is described)::
         provider-index.json                    how far index.jsonl was read
         archive-pushed.jsonl                   what asz push sent to the team archive
         archive-push.lock                      one push at a time (flock)
+        redact.key                             the redaction key made when none is given (0600)
+        redacted/<policy>/                     what asz push sends: the landed files, redacted
+            <session>/.../<name>.asz.redactions.json  beside each: the rules that fired, where
         otlp/<endpoint digest>/<session>.json  what asz export otlp sent to an OTLP endpoint
         otlp-export.lock                       one export at a time (flock)
     <session>/                                 a UUID-form session id; nothing else is one
@@ -42,7 +45,7 @@ from asz.bodykeys import BodyKeys
 from asz.store._backend import Backend, Entry, LocalBackend, TempFile
 from asz.store._bodies import BodyLander, IncomingBody
 from asz.store._bodyparts import BodyParts
-from asz.store._codec import common_prefix
+from asz.store._codec import Record, Repeat, SessionBodies, common_prefix
 from asz.store._derived import DerivedFile, Kept
 from asz.store._errors import (
     AmbiguousId,
@@ -55,6 +58,7 @@ from asz.store._errors import (
     UnknownSession,
 )
 from asz.store._framing import MAX_CONTENT_BYTES, LandedFile, LandedFileError, LandedRecord
+from asz.store._held import HeldBodies
 from asz.store._layout import (
     BODY_KIND,
     CURSOR_FILE,
@@ -63,6 +67,7 @@ from asz.store._layout import (
     KINDS,
     PUSH_LOCK_FILE,
     REDACT_KEY_FILE,
+    REDACTED_DIR,
     STATE_DIR,
     TRANSCRIPT_KIND,
     LandedName,
@@ -71,6 +76,7 @@ from asz.store._layout import (
     index_dir,
     landed_name,
     parse_landed,
+    redactions_path,
     report_path,
     stream_dir,
     stream_key,
@@ -114,6 +120,7 @@ __all__ = [
     "MAX_DEPTH",
     "MIN_PREFIX",
     "PUSH_LOCK_FILE",
+    "REDACTED_DIR",
     "REDACT_KEY_FILE",
     "SHOWN_PREFIX",
     "SNAPSHOT",
@@ -135,6 +142,7 @@ __all__ = [
     "Entry",
     "FactsBuilder",
     "Fresh",
+    "HeldBodies",
     "IncomingBody",
     "IndexLine",
     "Kept",
@@ -149,8 +157,11 @@ __all__ = [
     "NotCuttable",
     "Problem",
     "ReadBackError",
+    "Record",
+    "Repeat",
     "Root",
     "Session",
+    "SessionBodies",
     "SessionFacts",
     "SessionSummary",
     "SessionWriter",
@@ -175,6 +186,7 @@ __all__ = [
     "open_facts",
     "open_store",
     "parse_landed",
+    "redactions_path",
     "report_path",
     "save_facts",
     "state_lock",

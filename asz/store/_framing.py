@@ -93,14 +93,19 @@ def frame(
     records: Iterable[tuple[dict[str, Any], bytes]],
     compression: str,
     level: int = ZSTD_LEVEL,
+    stamp: dict[str, Any] | None = None,
 ) -> Framed:
     """A landed file holding ``records`` in order.
 
     The header gets the format, the time of writing and the writer's version added, so every
     kind of landed file says when and by what it was written. ``level`` is the zstd level: a
-    kind of file landed in bulk may trade a little size for a lot of time.
+    kind of file landed in bulk may trade a little size for a lot of time. ``stamp`` gives
+    the time and writer instead, for a file that stands for one landed before (the redacted
+    counterpart of a landed file carries its stamp, so that making it again gives the same
+    bytes).
     """
-    stamp = {"at": datetime.now(UTC).isoformat(timespec="microseconds"), "writer": WRITER}
+    if stamp is None:
+        stamp = {"at": datetime.now(UTC).isoformat(timespec="microseconds"), "writer": WRITER}
     full = {"format": FORMAT, **header, **stamp}
     parts = [orjson.dumps(full), b"\n"]
     count = 0

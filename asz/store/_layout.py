@@ -33,6 +33,11 @@ EXPORT_LOCK_FILE = "otlp-export.lock"
 """Under ``_state``: one push, and one OTLP export, from a root at a time."""
 REDACT_KEY_FILE = "redact.key"
 """Under ``_state``: the redaction key made for a root that was given none (``asz.redact``)."""
+REDACTED_DIR = "redacted"
+"""Under ``_state``: the redacted counterpart of the root a push sends, one directory per
+redaction policy (``asz.archive.redacted``)."""
+REDACTIONS_SUFFIX = ".redactions.json"
+"""Beside a redacted landed file: the rules that fired in it, at which JSON paths."""
 _LANDED_NAME = re.compile(r"^([a-z_]+)-(\d{8,})\.asz$")
 
 
@@ -100,6 +105,11 @@ def manifests_path(session: str) -> str:
 
 def facts_path(session: str) -> str:
     return f"{transcripts_dir(session)}/{FACTS_FILE}"
+
+
+def redactions_path(path: str) -> str:
+    """The redaction record of the redacted landed file at ``path``."""
+    return path + REDACTIONS_SUFFIX
 
 
 def landed_name(kind: str, seq: int) -> str:

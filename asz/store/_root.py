@@ -19,7 +19,7 @@ from pathlib import Path
 
 from asz.atomic import DIR_MODE, private_dir, remove_stale_temps
 from asz.bodykeys import is_session_id
-from asz.store._layout import LOCK_FILE, STATE_DIR, session_dir
+from asz.store._layout import LOCK_FILE, REDACTED_DIR, STATE_DIR, session_dir
 
 
 class Busy(Exception):
@@ -180,7 +180,8 @@ def _remove_temps_of_others(root: Root, fd: int) -> None:
     key = root.path.absolute()
     found = os.pread(fd, _TOKEN_BYTES + 1, 0)
     if found != _tokens.get(key):
-        remove_stale_temps(root.path)
+        # The redacted files a push makes are the push lock's, not this lock's.
+        remove_stale_temps(root.path, skip=root.state_dir / REDACTED_DIR)
     token = secrets.token_bytes(_TOKEN_BYTES)
     os.pwrite(fd, token, 0)
     os.ftruncate(fd, _TOKEN_BYTES)

@@ -189,12 +189,14 @@ class SessionWriter:
         *,
         check: Check | None = None,
         published: Callable[[], None] | None = None,
+        stamp: dict[str, Any] | None = None,
     ) -> Landed:
         """Stages one landed file of ``kind`` in ``directory`` holding ``records`` in order.
 
         ``header`` adds to the kind, session and sequence number every header has. ``check``
         sees the file as read back (already proven to hold exactly these records) and may
-        refuse it by raising; ``published`` runs once it is published.
+        refuse it by raising; ``published`` runs once it is published. ``stamp`` is the
+        time and writer of a file this one stands for (``asz.store._framing.frame``).
         """
         seq = self.next_seq()
         lost = {"lost": self._lost} if seq == self._first and self._lost else {}
@@ -204,6 +206,7 @@ class SessionWriter:
             written,
             self.compression,
             LEVELS.get(kind, ZSTD_LEVEL),
+            stamp,
         )
         path = f"{directory}/{landed_name(kind, seq)}"
         point = CRASH_POINTS[kind]
