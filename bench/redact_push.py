@@ -40,12 +40,9 @@ TARGETS = {"mb_s": 50.0, "peak_rss_mb": 200.0}
 def measure(root: Path) -> dict:
     """Runs in its own process: every session's counterpart made, then made again."""
     store = open_store(root)
-    policy = Policy().with_key(b"bench-key-bench-key-bench-key")
+    redactor = Redactor(Policy(), b"bench-key-bench-key-bench-key")
     redacted = RedactedRoot(
-        root / "_state" / "redacted" / policy.fingerprint,
-        store,
-        Redactor(policy, b"bench-key-bench-key-bench-key"),
-        policy.fingerprint,
+        root / "_state" / "redacted" / redactor.policy.fingerprint, store, redactor
     )
     sessions = store.sessions()
     source = sum(m.size for s in sessions for m in store.open_session(s).manifests().values())

@@ -35,9 +35,8 @@ from __future__ import annotations
 import collections
 import contextlib
 import hashlib
-import os
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,7 @@ import orjson
 
 from asz.atomic import private_dir, remove_stale_temps
 from asz.config import Config
-from asz.redact import Hit, Policy, Redactor, redaction_key
+from asz.redact import Hit, Redactor, configured_redactor
 from asz.store import (
     BODY_KIND,
     INDEX_KIND,
@@ -144,10 +143,10 @@ class RedactedRoot:
     """The counterpart of the root ``store`` reads, kept in ``path`` (a private directory
     of one policy's), made with one redactor (see the module)."""
 
-    def __init__(self, path: Path, store: Store, redactor: Redactor, fingerprint: str) -> None:
+    def __init__(self, path: Path, store: Store, redactor: Redactor) -> None:
         self.store = store
         self.redactor = redactor
-        self.fingerprint = fingerprint
+        self.fingerprint = redactor.policy.fingerprint
         self.path = path
         self.shadow = Store(LocalBackend(self.path))
         self._swept = False
@@ -357,23 +356,21 @@ class RedactedRoot:
             yield {**row.meta, "sha256": hashlib.sha256(redacted.data).hexdigest()}, redacted.data
 
 
-def root_redactor(config: Config, key_file: Path) -> tuple[Redactor, str] | None:
-    """The redactor of the config's policy, with the key given (``ASZ_REDACT_KEY``, the
-    config's) or kept in ``key_file``, and the policy's fingerprint; None when it is off."""
-    policy = Policy.from_settings(asdict(config.redact))
-    if not policy.enabled:
-        return None
-    key, _origin = redaction_key(config.redact.key, os.environ, key_file)
-    policy = policy.with_key(key)
-    return Redactor(policy, key), policy.fingerprint
+def root_redactor(config: Config, key_file: Path) -> Redactor | None:
+    """The config's redactor (``asz.redact.configured_redactor``, the key kept in
+    ``key_file`` when none is given); None when the policy is off and files go raw."""
+    redactor = configured_redactor(config, key_file)
+    return redactor if redactor.policy.enabled else None
 
 
 def redacted_root(config: Config, root: Path, store: Store) -> RedactedRoot | None:
     """What a push from ``root`` sends under the config's policy; None: the files go raw."""
-    made = root_redactor(config, root / STATE_DIR / REDACT_KEY_FILE)
-    if made is None:
+    redactor = root_redactor(config, root / STATE_DIR / REDACT_KEY_FILE)
+    if redactor is None:
         return None
-    return RedactedRoot(root / STATE_DIR / REDACTED_DIR / made[1], store, *made)
+    return RedactedRoot(
+        root / STATE_DIR / REDACTED_DIR / redactor.policy.fingerprint, store, redactor
+    )
 
 
 def bucket_record(path: str) -> str:

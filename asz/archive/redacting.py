@@ -129,8 +129,10 @@ def redacting_store(config: Config, root: Path, source: Store) -> Store | None:
     cache = default_cache_dir().parent / REDACTED_DIR
     place = cache / hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
     kept = root / STATE_DIR / REDACT_KEY_FILE
-    made = root_redactor(config, kept if kept.is_file() else private_dir(place) / REDACT_KEY_FILE)
-    if made is None:
+    redactor = root_redactor(
+        config, kept if kept.is_file() else private_dir(place) / REDACT_KEY_FILE
+    )
+    if redactor is None:
         return None
-    redacted = RedactedRoot(place / made[1], source, *made)
+    redacted = RedactedRoot(place / redactor.policy.fingerprint, source, redactor)
     return Store(RedactingBackend(source.backend, redacted))
