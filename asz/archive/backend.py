@@ -240,6 +240,9 @@ class ArchiveBackend:
     def replace_derived(self, path: str, data: bytes) -> None:
         self.cache.keep_derived(path, data)
 
+    def remove(self, path: str) -> None:
+        _read_only()
+
 
 def _read_only() -> NoReturn:
     raise OSError(errno.EROFS, "an archive is read-only; asz push is what writes to it")
