@@ -168,8 +168,12 @@ def _repack(
     outcome.files_before = len(names)
     outcome.bytes_before = sum(store.size_of(name.path) for name in names)
     generation = old.generation()
-    if len(names) < 2 or (generation and names[-1].seq <= generation.replaces):
-        return _done(outcome, started)  # one file, or a generation and nothing since
+    if generation is not None and names and names[-1].seq <= generation.replaces:
+        # Packed already; what a stopped repack left of the files it replaced goes now.
+        outcome.retired = 0 if dry_run else retire(backend, generation)
+        return _done(outcome, started)
+    if len(names) < 2:
+        return _done(outcome, started)
     try:
         contents, units = _plan(old, names, budgets)
         outcome.source_bytes = contents.source_bytes
