@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import pytest
 from harness import Capture, Workspace, apply_write, check_root, plan_writes
+from test_service import FAST, running_service
 
 from asz.store import open_store
 from asz.store.crashpoints import ENV, EXIT_CODE, GENERATION_POINTS
@@ -228,3 +229,21 @@ def test_a_stale_generation_directory_without_its_manifest_is_never_read(
 
     assert everything(ws) == before
     assert not ws.verify()[1]["problems"]
+
+
+def test_the_service_repacks_quiet_sessions_in_the_background(
+    landed: tuple[Workspace, Capture],
+) -> None:
+    ws, capture = landed
+    before = everything(ws)
+    config = ws.base / "asz.toml"
+    config.write_text("[service]\nrepack_after = 0.01\n")
+
+    with running_service(ws.base, ws.claude, ws.root, *FAST, "--config", str(config)) as svc:
+        done = [svc.wait_for_log("repacked", count) for count in (1, 2)]
+        assert svc.stop() == 0
+
+    assert {line["session"] for line in done} == set(sessions(ws))
+    assert all(line["files_after"] < line["files_before"] for line in done)
+    assert everything(ws) == before
+    assert check_root(ws, capture) == []

@@ -39,21 +39,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def budgets(config: Config) -> dict[str, int]:
-    """Each kind's ``max_delta_bytes``, from the adapter that lands it."""
-    from asz.store import BODY_KIND, INDEX_KIND, TRANSCRIPT_KIND
-
-    provider = config.adapters.claude_code_provider.max_delta_bytes
-    local = config.adapters.claude_code_local.max_delta_bytes
-    return {BODY_KIND: provider, INDEX_KIND: provider, TRANSCRIPT_KIND: local}
-
-
 def run(args: argparse.Namespace, config: Config) -> int:
     from asz.adapters.transcript_cursors import renumber_cursors
     from asz.commands.args import landed_session
     from asz.output import print_json
     from asz.store import open_store
-    from asz.store.repack import RepackBusy, quiet_for, repack_lock, repack_session
+    from asz.store.repack import (
+        RepackBusy,
+        budgets_of,
+        quiet_for,
+        repack_lock,
+        repack_session,
+    )
     from asz.store.root import UnsafeRoot, landing_lock
 
     root = local_root(config, "asz repack")
@@ -75,7 +72,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
                         repack_session(
                             store,
                             session,
-                            budgets(config),
+                            budgets_of(config),
                             landing=lambda: landing_lock(root),
                             published=renumber_cursors,
                             dry_run=args.dry_run,

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from asz.config import Config
 from asz.store.bodies import Records, packed
 from asz.store.bodyreader import BodyLoader
 from asz.store.codec import CodecError, Record, SessionBodies
@@ -57,6 +58,8 @@ __all__ = [
     "LEVEL",
     "RepackBusy",
     "RepackOutcome",
+    "budgets_of",
+    "landed_at",
     "quiet_for",
     "repack_lock",
     "repack_session",
@@ -406,12 +409,22 @@ def repack_lock(root: Path) -> AbstractContextManager[None]:
     )
 
 
-def quiet_for(root: Path, session: str, now: float | None = None) -> float:
-    """Seconds since the session last landed a file: since its ``seq`` file was written,
-    which every landing batch rewrites and a repack never touches (infinity when it has
-    none)."""
+def landed_at(root: Path, session: str) -> float:
+    """When the session last landed a file: the time of its ``seq`` file, which every landing
+    batch rewrites and a repack never touches (-infinity when it has none)."""
     try:
-        landed_at = os.stat(root / seq_file(session)).st_mtime
+        return os.stat(root / seq_file(session)).st_mtime
     except OSError:
-        return math.inf
-    return (time.time() if now is None else now) - landed_at
+        return -math.inf
+
+
+def quiet_for(root: Path, session: str, now: float | None = None) -> float:
+    """Seconds since the session last landed a file (:func:`landed_at`)."""
+    return (time.time() if now is None else now) - landed_at(root, session)
+
+
+def budgets_of(config: Config) -> dict[str, int]:
+    """Each kind's ``max_delta_bytes``, from the adapter that lands it."""
+    provider = config.adapters.claude_code_provider.max_delta_bytes
+    local = config.adapters.claude_code_local.max_delta_bytes
+    return {BODY_KIND: provider, INDEX_KIND: provider, TRANSCRIPT_KIND: local}
