@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from asz.archive.bucket import ABSENT, Bucket, Created, Known
-from asz.archive.claims import claim_bytes, claim_path
+from asz.archive.claims import claim_path
 from asz.archive.failure import understand
+from asz.archive.generations import claim_for, manifests_due, push_manifests
 from asz.archive.location import ArchiveUrl
 from asz.archive.record import MARKERS_DIR, PushRecord, new_marker
 from asz.archive.retry import Halted
@@ -228,6 +229,7 @@ class Pusher:
             owned = self._claim(workers, record, todo, tally)
             mine = [item for item in todo if item.session in owned]
             self._files(workers, record, mine, known, tally)
+            self._manifests(record, tally)
         except Halted:
             pass
         finally:
@@ -248,11 +250,12 @@ class Pusher:
             objects.append((f"{MARKERS_DIR}/<new id>.json", len(data)))
         for item in todo:
             if item.session not in record.claimed:
-                first = self.store.backend.read(item.first.path, MAX_CONTENT_BYTES)
-                claim = claim_bytes(item.session, item.first.path, first)
+                claim = claim_for(self.store, item.session) or b""
                 objects.append((claim_path(item.session), len(claim)))
         objects += [(name.path, self.store.size_of(name.path)) for t in todo for name in t.names]
-        return objects
+        pushed = {name.path for item in todo for name in item.names} | record.done.keys()
+        due = manifests_due(self.store, pushed, (item.session for item in todo))
+        return objects + [(path, self.store.size_of(path)) for path in due]
 
     def _relisting(self, record: PushRecord, tally: PushTally, relist: bool) -> bool:
         """Whether the record is rebuilt by listing: asked, lost, another bucket's, or its
@@ -350,8 +353,9 @@ class Pusher:
         return owned
 
     def _claim_one(self, item: _Todo) -> Created:
-        data = self.store.backend.read(item.first.path, MAX_CONTENT_BYTES)
-        claim = claim_bytes(item.session, item.first.path, data)
+        claim = claim_for(self.store, item.session)
+        if claim is None:
+            raise OSError(f"{item.first.path} does not read: the session cannot be claimed")
         # Looked for first: a claim is made once, and most often it is there already.
         return self.bucket.create(claim_path(item.session), claim, known=None)
 
@@ -404,6 +408,19 @@ class Pusher:
                     send(session)
             elif left[session]:
                 send(session)
+
+    def _manifests(self, record: PushRecord, tally: PushTally) -> None:
+        """Each generation whose files are all in the bucket now gets its manifest, last
+        (``asz.archive.generations``)."""
+        due = manifests_due(self.store, record.done.keys(), sorted(record.claimed))
+        failed = partial(self._failed_path, tally)
+        created, size, conflicts = push_manifests(self.store, self.bucket, record, due, failed)
+        tally.files += created
+        tally.bytes += size
+        tally.conflicts += [self.url.key(path) for path in conflicts]
+
+    def _failed_path(self, tally: PushTally, path: str, err: BaseException) -> None:
+        self._failed(tally, self.url.key(path), err)
 
     def _file_one(
         self, path: str, known: Known, record: PushRecord, before: LandedName | None

@@ -87,6 +87,9 @@ class Generation:
     """Its files, at their real paths, in sequence order."""
     digests: dict[str, tuple[int, str]] = field(default_factory=dict)
     """Each file's size and SHA-256, by path: what a bucket's copy must be."""
+    origin: tuple[str, str] | None = None
+    """The path and SHA-256 of the session's first landed file ever, which the generation
+    replaced and which an archive's claim names (``asz.archive.claims``)."""
 
     @property
     def path(self) -> str:
@@ -109,13 +112,16 @@ def ordinary_dir(session: str, name: LandedName) -> str:
     return ordinary_path(session, name.path).rsplit("/", 1)[0]
 
 
-def encode_generation(session: str, replaces: int, files: Iterable[Landed]) -> bytes:
+def encode_generation(
+    session: str, replaces: int, files: Iterable[Landed], origin: tuple[str, str] | None
+) -> bytes:
     """The manifest's bytes: one JSON line naming every file (path, size, SHA-256)."""
     listed = [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in files]
     manifest = {
         "format": FORMAT,
         "session": session,
         "replaces": replaces,
+        "origin": None if origin is None else {"path": origin[0], "sha256": origin[1]},
         "at": datetime.now(UTC).isoformat(timespec="microseconds"),
         "writer": f"asz/{__version__}",
         "files": listed,
@@ -153,7 +159,16 @@ def decode_generation(session: str, replaces: int, data: bytes) -> Generation:
         digests[name.path] = (size, digest)
     if names[-1].seq > replaces:
         raise GenerationError(f"has more files than the {replaces} numbers it replaces")
-    return Generation(session, replaces, tuple(names), digests)
+    origin = value.get("origin")
+    first: tuple[str, str] | None = None
+    if origin is not None:
+        path, digest = (
+            (origin.get("path"), origin.get("sha256")) if isinstance(origin, dict) else (0, 0)
+        )
+        if not isinstance(path, str) or not isinstance(digest, str):
+            raise GenerationError("names its origin without a path and a SHA-256")
+        first = (path, digest)
+    return Generation(session, replaces, tuple(names), digests, first)
 
 
 def _landed_in(prefix: str, path: object) -> LandedName | None:
@@ -194,11 +209,19 @@ class GenerationWriter:
     """
 
     def __init__(
-        self, store: Store, session: str, replaces: int, *, level: int | None = None
+        self,
+        store: Store,
+        session: str,
+        replaces: int,
+        *,
+        origin: tuple[str, str] | None,
+        level: int | None = None,
     ) -> None:
         self.store = store
         self.session = session
         self.replaces = replaces
+        self.origin = origin
+        """``Session.origin`` of the session it replaces (``Generation.origin``)."""
         self.batch = store.batch()
         self._files: list[Landed] = []
         self.writer = SessionWriter(
@@ -242,7 +265,7 @@ class GenerationWriter:
         if not self._files:
             raise ValueError("a generation holds at least one file")
         self.batch.commit()
-        data = encode_generation(self.session, self.replaces, self._files)
+        data = encode_generation(self.session, self.replaces, self._files, self.origin)
         return decode_generation(self.session, self.replaces, data)
 
     def publish(self) -> Generation:
@@ -250,7 +273,7 @@ class GenerationWriter:
         when a generation replacing the same numbers was published before. The caller holds
         ``landing_lock``."""
         generation = self.commit() if len(self.batch) else None
-        data = encode_generation(self.session, self.replaces, self._files)
+        data = encode_generation(self.session, self.replaces, self._files, self.origin)
         backend = self.store.backend
         temp = backend.write_temp(generation_file(self.session, self.replaces), data)
         try:

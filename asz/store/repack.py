@@ -187,7 +187,8 @@ def _repack(
             outcome.state = PLANNED
             return _done(outcome, started)
         replaces = max(names[-1].seq, generation.replaces if generation else 0)
-        writer = GenerationWriter(store, session_id, replaces, level=LEVEL)
+        origin = old.origin()
+        writer = GenerationWriter(store, session_id, replaces, origin=origin, level=LEVEL)
         try:
             for unit in sorted(units, key=lambda unit: unit.first):
                 for records in unit.files:

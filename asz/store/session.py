@@ -8,6 +8,7 @@ checked in one way, and a damaged one is skipped the same way everywhere: it bec
 from __future__ import annotations
 
 import errno
+import hashlib
 import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -136,6 +137,22 @@ class Session:
         if self._generation is None:
             self._generation = read_generation(self.store.backend, self.id)
         return self._generation[0]
+
+    def origin(self) -> tuple[str, str] | None:
+        """The path and SHA-256 of the session's first landed file ever: kept by its
+        generation once one replaced it, which an archive's claim names for good (None when
+        nothing landed, or that file does not read)."""
+        generation = self.generation()
+        if generation is not None:
+            return generation.origin
+        names = self.landed(checked=False)
+        if not names:
+            return None
+        try:
+            data = self.store.backend.read(names[0].path, MAX_CONTENT_BYTES)
+        except OSError:
+            return None
+        return names[0].path, hashlib.sha256(data).hexdigest()
 
     def landed_in(self, directory: str) -> list[LandedName]:
         """The landed files that count for the ordinary ``directory`` (a kind's, or a
