@@ -349,7 +349,7 @@ def proxied(server: S3Server, fault: Fault | None = None) -> Iterator[FaultProxy
 
 def archive_config(path: Path, endpoint: str, prefix: str = "team", **extra: object) -> Path:
     """A config file naming the archive at ``endpoint`` (fast retries unless ``extra`` says)."""
-    settings = {"attempts": 4, "backoff": 0.01, "backoff_cap": 0.05, **extra}
+    settings = {"attempts": 4, "backoff": 0.01, "backoff_cap": 0.05, "push_interval": 0.0, **extra}
     lines = ["[archive]", f'url = "s3://{BUCKET}/{prefix}"', f'endpoint = "{endpoint}"']
     lines += [f"{key} = {value!r}" for key, value in settings.items()]
     path.write_text("\n".join(lines) + "\n")

@@ -17,6 +17,8 @@ it is described)::
         archive-push.lock                      one push at a time (flock)
         otlp/<endpoint digest>/<session>.json  what asz export otlp sent to an OTLP endpoint
         otlp-export.lock                       one export at a time (flock)
+        repack.lock                            one repack at a time (flock)
+        landing.lock                           a landing pass, or a generation published (flock)
     <session>/                                 a UUID-form session id; nothing else is one
         seq                                    derived: highest sequence number used
         summary.json                           derived: the session in one line (asz sessions)
@@ -29,13 +31,17 @@ it is described)::
             s-<16 hex>/                        one transcript source (a stream)
                 cursor.json                    derived: how far the source was landed
                 transcript-<seq>.asz           landed windows of complete lines
+        generation-<seq>.json                  a generation's manifest: replaces numbers 1 to <seq>
+        g-<seq>/                               the generation's files, in the layout above
 
 Names starting with ``_`` at the root are never sessions. ``<seq>`` is eight or more decimal
 digits; sequence numbers are per session, shared by every kind of landed file, and never go
 back. ``s-<16 hex>`` is the start of the SHA-256 of the source's path under Claude Code's
 projects directory. A landed file is written once under a temporary name (``.tmp-*``), read
 back, flushed and published without replacing anything; it is never changed after. Derived
-files are rebuilt from the landed files whenever they are missing or do not match them.
+files are rebuilt from the landed files whenever they are missing or do not match them. A
+generation (``asz.store.generation``) replaces a session's files numbered up to its ``<seq>``
+as a whole, once its manifest is published.
 """
 
 from asz.bodykeys import BodyKeys
@@ -53,6 +59,7 @@ from asz.store.errors import (
     UnknownSession,
 )
 from asz.store.framing import LandedFile, LandedFileError, LandedRecord
+from asz.store.generation import Generation, PreparedFile, publish_generation
 from asz.store.layout import (
     BODY_KIND,
     INDEX_KIND,
@@ -98,6 +105,7 @@ __all__ = [
     "DerivedFile",
     "Entry",
     "Fresh",
+    "Generation",
     "IndexLine",
     "Kept",
     "Landed",
@@ -108,6 +116,7 @@ __all__ = [
     "LandedWindow",
     "LocalBackend",
     "NotASession",
+    "PreparedFile",
     "Problem",
     "ReadBackError",
     "Session",
@@ -125,5 +134,6 @@ __all__ = [
     "VerifyReport",
     "check_derived",
     "open_store",
+    "publish_generation",
     "unique_prefixes",
 ]

@@ -27,7 +27,9 @@ the retiring (``asz.store.retire``), so that no landing pass reads the session h
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -63,7 +65,9 @@ __all__ = [
     "Generation",
     "GenerationError",
     "GenerationWriter",
+    "PreparedFile",
     "decode_generation",
+    "publish_generation",
     "read_generation",
     "remove_unpublished",
     "retire",
@@ -282,6 +286,54 @@ class GenerationWriter:
             backend.remove_temp(temp)
         crash_point("generation.manifest")
         return generation or decode_generation(self.session, self.replaces, data)
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedFile:
+    """One file of a new generation, as ``SessionWriter.land`` takes it: its kind, the
+    session's ordinary directory it stands for (``asz.store.layout``), its header's own
+    fields, its records, and a check of it as read back (raise to refuse it)."""
+
+    kind: str
+    directory: str
+    header: dict[str, Any]
+    records: Sequence[tuple[dict[str, Any], bytes]]
+    check: Callable[[LandedFile], None] | None = None
+
+
+def publish_generation(
+    store: Store,
+    session: str,
+    replaces: int,
+    files: Iterable[PreparedFile],
+    *,
+    origin: tuple[str, str] | None,
+    proven: Callable[[Generation], None] | None = None,
+    landing: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
+    level: int | None = None,
+) -> tuple[Generation, int]:
+    """Replaces the session's files numbered 1 to ``replaces`` with ``files`` (numbered 1 to
+    m in the order given), the whole way: clears what an earlier attempt left, writes and
+    checks every file, lets ``proven`` read them as the session they would make (it raises to
+    refuse them: nothing is published), publishes the manifest and retires what it replaced
+    under ``landing`` (``landing_lock``: no pass reads the session half way). The generation
+    and the number of files retired; on any failure before the manifest, nothing counts and
+    nothing is left. ``origin`` is ``Session.origin()`` of the session replaced."""
+    backend = store.backend
+    remove_unpublished(backend, session)
+    writer = GenerationWriter(store, session, replaces, origin=origin, level=level)
+    try:
+        for file in files:
+            writer.land(file.kind, file.directory, file.header, file.records, check=file.check)
+        candidate = writer.commit()
+        if proven is not None:
+            proven(candidate)
+        with landing():
+            generation = writer.publish()
+            return generation, retire(backend, generation)
+    except BaseException:
+        remove_unpublished(backend, session)
+        raise
 
 
 def retire(backend: Backend, generation: Generation) -> int:

@@ -37,7 +37,13 @@ from asz.store.bodyreader import BodyLoader
 from asz.store.codec import CodecError, Record, SessionBodies
 from asz.store.errors import Problem
 from asz.store.framing import LandedFile
-from asz.store.generation import GenerationWriter, remove_unpublished, retire
+from asz.store.generation import (
+    Generation,
+    PreparedFile,
+    publish_generation,
+    remove_unpublished,
+    retire,
+)
 from asz.store.layout import (
     BODY_KIND,
     INDEX_KIND,
@@ -187,25 +193,23 @@ def _repack(
             outcome.state = PLANNED
             return _done(outcome, started)
         replaces = max(names[-1].seq, generation.replaces if generation else 0)
-        origin = old.origin()
-        writer = GenerationWriter(store, session_id, replaces, origin=origin, level=LEVEL)
-        try:
-            for unit in sorted(units, key=lambda unit: unit.first):
-                for records in unit.files:
-                    written = writer.land(
-                        unit.kind, unit.directory, unit.header, records, check=unit.check
-                    )
-                    outcome.bytes_after = (outcome.bytes_after or 0) + written.size
-            candidate = writer.commit()
+        prepared = [
+            PreparedFile(unit.kind, unit.directory, unit.header, records, unit.check)
+            for unit in sorted(units, key=lambda unit: unit.first)
+            for records in unit.files
+        ]
+
+        def proven(candidate: Generation) -> None:
             again = _contents(Session(store, session_id, generation=candidate))
             if again != contents:
                 raise Damaged("the repacked files do not give back what the session holds")
-            outcome.retired = retire(backend, writer.publish())
-            if published is not None:
-                published(store.open_session(session_id))
-        except BaseException:
-            remove_unpublished(backend, session_id)
-            raise
+
+        generation, outcome.retired = publish_generation(
+            store, session_id, replaces, prepared, origin=old.origin(), proven=proven, level=LEVEL
+        )
+        outcome.bytes_after = sum(size for size, _digest in generation.digests.values())
+        if published is not None:
+            published(store.open_session(session_id))
     except Damaged as err:
         outcome.state, outcome.why = DAMAGED, str(err)
         outcome.files_after, outcome.bytes_after = 0, None
