@@ -81,3 +81,17 @@ def test_a_reader_of_the_bucket_sees_each_body_and_line_once_across_a_repack(
     direct = archive_config(tmp_path / "direct.toml", s3.endpoint, prefix)
     assert readers(ws, direct, bucket) == local
     assert push(ws, direct)["files"] == 0
+
+    # What the generations replaced leaves only with --prune, once they are old enough.
+    later = archive_config(tmp_path / "later.toml", s3.endpoint, prefix, prune_after=3600.0)
+    waiting = json_of(ws, "push", "--prune", "--config", str(later), root=str(ws.root))
+    assert waiting["pruned"]["objects"] == 0
+    assert (waiting["pruned"]["waiting"] > 0) == pushed_before
+    now = archive_config(tmp_path / "now.toml", s3.endpoint, prefix, prune_after=0.0)
+    pruned = json_of(ws, "push", "--prune", "--config", str(now), root=str(ws.root))["pruned"]
+    assert (pruned["objects"] > 0) == pushed_before and not pruned["errors"]
+    left = set(s3.objects(prefix + "/"))
+    assert {key for key in held if key not in left} == {
+        key for key in held if "/g-" not in key and "/generation-" not in key and "/_" not in key
+    }
+    assert readers(ws, direct, bucket) == local
