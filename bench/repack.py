@@ -2,7 +2,7 @@
 in the archive; how fast a repack runs; how landed transcripts and bodies compare with zstd.
 
 A capture of ``--sessions`` sessions of ``--turns`` turns (synthetic, or replayed from real
-transcripts with ``--from-transcripts``, by default the v2.1.39 Claude Code sample) is
+transcripts with ``--from-transcripts``) is
 written the way Claude Code writes it, one call at a time, with a collector pass after each
 call: what the service does over a live session at one call every 15 s, compressed in time
 (its batch window of 10 s lands each call apart). Then:
@@ -237,8 +237,7 @@ def main() -> None:
     parser.add_argument("--keep", type=Path)
     args = parser.parse_args()
     samples = SAMPLES / "transcripts"
-    real = samples / "v2.1.39-subagents-dir"
-    replayed = args.from_transcripts or (real if real.is_dir() else None)
+    replayed = args.from_transcripts
     workdir = Path(tempfile.mkdtemp(prefix="bench-repack-", dir=args.keep))
     options = SynthOptions(
         seed=7, sessions=args.sessions, turns=args.turns, index=True, from_transcripts=replayed
