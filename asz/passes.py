@@ -18,8 +18,7 @@ from asz.adapters.provider_state import ProviderState
 from asz.adapters.session_filter import SessionJudge
 from asz.config import Config
 from asz.progress import Progress
-from asz.store.bodies import BodyLander
-from asz.store.root import Root, landing_lock
+from asz.store import BodyLander, Root, landing_lock
 from asz.tally import Tally
 from asz.words import count, listing, size
 
@@ -51,7 +50,7 @@ def run_pass(
     mtime moved. ``asz collect --once`` gives none of these. ``progress`` is told of the
     transcripts as they land (bodies are told to the lander's own). ``reports`` keeps the
     cache reports of the sessions that landed (``asz.view.keeper``). A pass holds the
-    landing lock, so no generation is published under it (``asz.store.generation``).
+    landing lock, so no generation is published under it (``asz.store._generation``).
     """
     with landing_lock(root.path):
         return _run_pass(

@@ -46,9 +46,7 @@ import zstandard
 
 from asz.commands.collect import collect_once
 from asz.config import Config, SessionFilter
-from asz.store import open_store
-from asz.store.repack import budgets_of, repack_session
-from asz.store.root import landing_lock
+from asz.store import budgets_of, landing_lock, open_store, repack_session
 from asz.synth import SynthOptions, synthesize
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from asz.store.generation import GenerationError, decode_generation, encode_generation
-from asz.store.layout import generation_dir, ordinary_path
-from asz.store.writer import Landed
+from asz.store._generation import GenerationError, decode_generation, encode_generation
+from asz.store._layout import generation_dir, ordinary_path
+from asz.store._writer import Landed
 
 SESSION = "11111111-2222-4333-8444-555555555555"
 BODY = "provider_body/provider_body-00000001.asz"

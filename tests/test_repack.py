@@ -19,9 +19,9 @@ import pytest
 from harness import Capture, Workspace, apply_write, check_root, plan_writes
 from test_service import FAST, running_service
 
+from asz.crashpoints import ENV, EXIT_CODE, GENERATION_POINTS
 from asz.store import open_store
-from asz.store.crashpoints import ENV, EXIT_CODE, GENERATION_POINTS
-from asz.store.generation import read_generation
+from asz.store._generation import read_generation
 
 
 def landed_in_passes(ws: Workspace, capture: Capture, passes: int = 10) -> None:

@@ -24,9 +24,15 @@ from dataclasses import dataclass, fields
 import orjson
 
 from asz.adapters.source_files import FileStat
-from asz.store import LandedFileError, LandedName, Problem, Session
-from asz.store.layout import CURSOR_FILE, TRANSCRIPT_KIND
-from asz.store.streams import APPEND
+from asz.store import (
+    APPEND,
+    CURSOR_FILE,
+    TRANSCRIPT_KIND,
+    LandedFileError,
+    LandedName,
+    Problem,
+    Session,
+)
 
 ACTIVE = "active"
 SOURCE_GONE = "source_gone"

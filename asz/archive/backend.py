@@ -21,13 +21,18 @@ from asz.archive.ahead import AHEAD, ReadAhead
 from asz.archive.bucket import Bucket, Meta
 from asz.archive.cache import LocalCache
 from asz.archive.failure import understand
-from asz.archive.location import ArchiveUrl
 from asz.archive.retry import Halted
+from asz.atomic import DirSyncs
 from asz.bodykeys import is_session_id
-from asz.store.atomic import DirSyncs
-from asz.store.backend import Entry, TempFile
-from asz.store.errors import StorageUnavailable
-from asz.store.layout import parse_generation_dir, parse_generation_file, parse_landed
+from asz.locations import ArchiveUrl
+from asz.store import (
+    Entry,
+    StorageUnavailable,
+    TempFile,
+    parse_generation_dir,
+    parse_generation_file,
+    parse_landed,
+)
 
 T = TypeVar("T")
 _TWO_ROOTS = "the session's sequence holds files from two roots"
@@ -38,7 +43,7 @@ Numbered = dict[int, Names]
 
 def _landed(path: str) -> bool:
     """Whether ``path`` is an object a push put in the bucket and never replaces: a landed
-    file, or a generation's manifest (``asz.store.generation``); anything else a reader
+    file, or a generation's manifest (``asz.store._generation``); anything else a reader
     derives, and keeps in the local cache."""
     directory, _, name = path.rpartition("/")
     return parse_landed(directory, name) is not None or parse_generation_file(name) is not None

@@ -1,6 +1,6 @@
 """A session's generations in the archive: the manifest goes last, the claim names the origin.
 
-A repacked session (``asz.store.generation``) is pushed like any other: its landed files,
+A repacked session (``asz.store._generation``) is pushed like any other: its landed files,
 the generation's among them, go by create-only puts and are recorded. Its manifest,
 ``<session>/generation-<seq>.json``, is what makes a reader of the bucket count the
 generation's files in place of those it replaced, so it is created only once every file it
@@ -20,8 +20,7 @@ from collections.abc import Callable, Collection, Iterable
 from asz.archive.bucket import Bucket, Created
 from asz.archive.claims import claim_of
 from asz.archive.record import PushRecord
-from asz.store import Store
-from asz.store.generation import MAX_MANIFEST_BYTES
+from asz.store import MAX_MANIFEST_BYTES, Store
 
 __all__ = ["claim_for", "manifests_due", "push_manifests"]
 

@@ -16,9 +16,10 @@ import time
 from dataclasses import dataclass, field
 
 from asz.archive.bucket import Bucket
-from asz.archive.location import ArchiveUrl
-from asz.store.generation import GenerationError, decode_generation
-from asz.store.layout import (
+from asz.locations import ArchiveUrl
+from asz.store import (
+    GenerationError,
+    decode_generation,
     parse_generation_dir,
     parse_generation_file,
     parse_landed,

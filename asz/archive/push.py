@@ -32,14 +32,11 @@ from asz.archive.bucket import ABSENT, Bucket, Created, Known
 from asz.archive.claims import claim_path
 from asz.archive.failure import understand
 from asz.archive.generations import claim_for, manifests_due, push_manifests
-from asz.archive.location import ArchiveUrl
 from asz.archive.record import MARKERS_DIR, PushRecord, new_marker
 from asz.archive.retry import Halted
 from asz.archive.workers import Workers
-from asz.store import LandedName, Store
-from asz.store.framing import MAX_CONTENT_BYTES
-from asz.store.layout import PUSH_LOCK_FILE
-from asz.store.root import state_lock
+from asz.locations import ArchiveUrl
+from asz.store import MAX_CONTENT_BYTES, PUSH_LOCK_FILE, LandedName, Store, state_lock
 from asz.words import count, size
 
 T = TypeVar("T")

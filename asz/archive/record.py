@@ -31,7 +31,7 @@ from pathlib import Path
 
 import orjson
 
-from asz.store.layout import STATE_DIR
+from asz.store import STATE_DIR
 
 RECORD_FILE = "archive-pushed.jsonl"
 FORMAT = "asz.archive-pushed/2"

@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from asz.commands.args import local_root
-from asz.commands.exits import EXIT_FAILED, EXIT_OK, UsageError
 from asz.config import Config
+from asz.exits import EXIT_FAILED, EXIT_OK, UsageError
 from asz.words import count, listing, size
 
 if TYPE_CHECKING:
@@ -57,11 +57,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, config: Config) -> int:
     from asz.adapters.session_filter import landed_admits
     from asz.archive import open_bucket
-    from asz.archive.location import ArchiveUrl
     from asz.archive.push import PushBusy, Pusher, push_line, push_lock
+    from asz.locations import ArchiveUrl
     from asz.output import print_json
-    from asz.store import open_store
-    from asz.store.root import UnsafeRoot
+    from asz.store import UnsafeRoot, open_store
 
     root = local_root(config, "asz push")
     if not config.archive.url:
@@ -123,9 +122,9 @@ def run(args: argparse.Namespace, config: Config) -> int:
 
 def _prune(root: Path, config: Config, bucket: Bucket) -> Pruned:
     """The prune of the sessions this root claimed in the archive (``asz.archive.prune``)."""
-    from asz.archive.location import ArchiveUrl
     from asz.archive.prune import prune
     from asz.archive.record import PushRecord
+    from asz.locations import ArchiveUrl
 
     url = ArchiveUrl.parse(config.archive.url)
     record = PushRecord.for_root(root, str(url), bucket.endpoint)

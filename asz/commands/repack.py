@@ -1,6 +1,6 @@
 """``asz repack``: merge sessions' landed files into as few as ``max_delta_bytes`` allows.
 
-The repack lives in :mod:`asz.store.repack`; this module picks the sessions (those named, or
+The repack lives in :mod:`asz.store._repack`; this module picks the sessions (those named, or
 every one quiet for ``[service] repack_after``), holds the root's repack lock, and says what
 each became. It runs beside the service: a session is repacked under the landing lock, so the
 service's passes wait for it rather than land into it half way. Exit 1 when a session was
@@ -14,11 +14,11 @@ import sys
 from typing import TYPE_CHECKING
 
 from asz.commands.args import SESSION_HELP, local_root
-from asz.commands.exits import EXIT_FAILED, EXIT_OK, UsageError
 from asz.config import Config
+from asz.exits import EXIT_FAILED, EXIT_OK, UsageError
 
 if TYPE_CHECKING:
-    from asz.store.repack import RepackOutcome
+    from asz.store import RepackOutcome
 
 SUMMARY = "merge sessions' landed files into few files, safely, beside the service"
 
@@ -43,15 +43,16 @@ def run(args: argparse.Namespace, config: Config) -> int:
     from asz.adapters.transcript_cursors import renumber_cursors
     from asz.commands.args import landed_session
     from asz.output import print_json
-    from asz.store import open_store
-    from asz.store.repack import (
+    from asz.store import (
         RepackBusy,
+        UnsafeRoot,
         budgets_of,
+        landing_lock,
+        open_store,
         quiet_for,
         repack_lock,
         repack_session,
     )
-    from asz.store.root import UnsafeRoot, landing_lock
 
     root = local_root(config, "asz repack")
     if not root.is_dir():

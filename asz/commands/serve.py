@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from asz.commands.exits import EXIT_FAILED, EXIT_OK, UsageError
 from asz.config import Config
+from asz.exits import EXIT_FAILED, EXIT_OK, UsageError
 from asz.output import LOG_FORMATS
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def _opened(config: Config) -> Store:
 
 def run(args: argparse.Namespace, config: Config) -> int:
     from asz.daemon.http import ListenError, parse_listen
-    from asz.daemon.logs import configure_logging
+    from asz.logs import configure_logging
     from asz.view.prices import price_table
     from asz.web.access import AccessError, access_for, load_token
     from asz.web.library import Library

@@ -2,7 +2,7 @@
 
 After each landing pass (a rescan every ``service.rescan_interval`` at the latest) the loop is
 woken; it looks for sessions that landed nothing for ``service.repack_after`` seconds and
-repacks each (``asz.store.repack``, the same code as ``asz repack``) in a thread of its own,
+repacks each (``asz.store._repack``, the same code as ``asz repack``) in a thread of its own,
 at the lowest CPU priority the system gives a thread, so landing and the status endpoints
 never wait for its CPU. A session is repacked under the landing lock, so a pass waits for one
 session's repack at most and never lands into a session half way; a session judged once is
@@ -21,9 +21,15 @@ from structlog.typing import FilteringBoundLogger
 
 from asz.adapters.transcript_cursors import renumber_cursors
 from asz.config import Config
-from asz.store import Store
-from asz.store.repack import RepackBusy, budgets_of, landed_at, repack_lock, repack_session
-from asz.store.root import landing_lock
+from asz.store import (
+    RepackBusy,
+    Store,
+    budgets_of,
+    landed_at,
+    landing_lock,
+    repack_lock,
+    repack_session,
+)
 
 _LOWEST = 19
 

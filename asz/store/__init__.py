@@ -33,6 +33,7 @@ it is described)::
                 transcript-<seq>.asz           landed windows of complete lines
         generation-<seq>.json                  a generation's manifest: replaces numbers 1 to <seq>
         g-<seq>/                               the generation's files, in the layout above
+            provider_body/provider_body-<n>.asz, provider_index/..., transcripts/s-<16 hex>/...
 
 Names starting with ``_`` at the root are never sessions. ``<seq>`` is eight or more decimal
 digits; sequence numbers are per session, shared by every kind of landed file, and never go
@@ -40,15 +41,17 @@ back. ``s-<16 hex>`` is the start of the SHA-256 of the source's path under Clau
 projects directory. A landed file is written once under a temporary name (``.tmp-*``), read
 back, flushed and published without replacing anything; it is never changed after. Derived
 files are rebuilt from the landed files whenever they are missing or do not match them. A
-generation (``asz.store.generation``) replaces a session's files numbered up to its ``<seq>``
+generation (``asz.store._generation``) replaces a session's files numbered up to its ``<seq>``
 as a whole, once its manifest is published.
 """
 
 from asz.bodykeys import BodyKeys
-from asz.store.backend import Backend, Entry, LocalBackend, TempFile
-from asz.store.bodyparts import BodyParts
-from asz.store.derived import DerivedFile, Kept
-from asz.store.errors import (
+from asz.store._backend import Backend, Entry, LocalBackend, TempFile
+from asz.store._bodies import BodyLander, IncomingBody
+from asz.store._bodyparts import BodyParts
+from asz.store._codec import common_prefix
+from asz.store._derived import DerivedFile, Kept
+from asz.store._errors import (
     AmbiguousId,
     BodyNotFound,
     DamagedTranscript,
@@ -58,54 +61,110 @@ from asz.store.errors import (
     TranscriptNotFound,
     UnknownSession,
 )
-from asz.store.framing import LandedFile, LandedFileError, LandedRecord
-from asz.store.generation import Generation, PreparedFile, publish_generation
-from asz.store.layout import (
+from asz.store._framing import MAX_CONTENT_BYTES, LandedFile, LandedFileError, LandedRecord
+from asz.store._generation import (
+    MAX_MANIFEST_BYTES,
+    Generation,
+    GenerationError,
+    PreparedFile,
+    decode_generation,
+    publish_generation,
+)
+from asz.store._layout import (
     BODY_KIND,
+    CURSOR_FILE,
+    EXPORT_LOCK_FILE,
     INDEX_KIND,
     KINDS,
+    PUSH_LOCK_FILE,
+    REDACT_KEY_FILE,
+    STATE_DIR,
     TRANSCRIPT_KIND,
     LandedName,
     NotASession,
+    facts_path,
+    index_dir,
+    landed_name,
+    parse_generation_dir,
+    parse_generation_file,
+    parse_landed,
+    report_path,
+    stream_dir,
+    stream_key,
 )
-from asz.store.manifest import CodecError
-from asz.store.resolve import MIN_PREFIX, SHOWN_PREFIX, unique_prefixes
-from asz.store.session import BodyManifest, IndexLine, Session
-from asz.store.session_facts import CallFact, SessionFacts
-from asz.store.store import Store, open_store
-from asz.store.streams import (
+from asz.store._manifest import MAX_BODY, MAX_DEPTH, CodecError
+from asz.store._repack import (
+    RepackBusy,
+    RepackOutcome,
+    budgets_of,
+    landed_at,
+    quiet_for,
+    repack_lock,
+    repack_session,
+)
+from asz.store._resolve import MIN_PREFIX, SHOWN_PREFIX, unique_prefixes
+from asz.store._root import Busy, Root, UnsafeRoot, collector_lock, landing_lock, state_lock
+from asz.store._scan import NotCuttable, array_items_from, message_spans
+from asz.store._session import BodyManifest, IndexLine, Session
+from asz.store._session_facts import (
+    CallFact,
+    FactsBuilder,
+    SessionFacts,
+    open_facts,
+    save_facts,
+)
+from asz.store._store import Store, open_store
+from asz.store._streams import (
+    APPEND,
     MAIN_STREAM,
+    SNAPSHOT,
     Fresh,
     LandedWindow,
     StreamReader,
     TranscriptLine,
 )
-from asz.store.summary import SessionSummary
-from asz.store.verify import VerifyReport, check_derived
-from asz.store.writer import Batch, Landed, ReadBackError, SessionWriter
+from asz.store._summary import SessionSummary
+from asz.store._verify import VerifyReport, check_derived
+from asz.store._writer import Batch, Landed, ReadBackError, SessionWriter
 
 __all__ = [
+    "APPEND",
     "BODY_KIND",
+    "CURSOR_FILE",
+    "EXPORT_LOCK_FILE",
     "INDEX_KIND",
     "KINDS",
     "MAIN_STREAM",
+    "MAX_BODY",
+    "MAX_CONTENT_BYTES",
+    "MAX_DEPTH",
+    "MAX_MANIFEST_BYTES",
     "MIN_PREFIX",
+    "PUSH_LOCK_FILE",
+    "REDACT_KEY_FILE",
     "SHOWN_PREFIX",
+    "SNAPSHOT",
+    "STATE_DIR",
     "TRANSCRIPT_KIND",
     "AmbiguousId",
     "Backend",
     "Batch",
     "BodyKeys",
+    "BodyLander",
     "BodyManifest",
     "BodyNotFound",
     "BodyParts",
+    "Busy",
     "CallFact",
     "CodecError",
     "DamagedTranscript",
     "DerivedFile",
     "Entry",
+    "FactsBuilder",
     "Fresh",
     "Generation",
+    "GenerationError",
+    "IncomingBody",
     "IndexLine",
     "Kept",
     "Landed",
@@ -116,9 +175,13 @@ __all__ = [
     "LandedWindow",
     "LocalBackend",
     "NotASession",
+    "NotCuttable",
     "PreparedFile",
     "Problem",
     "ReadBackError",
+    "RepackBusy",
+    "RepackOutcome",
+    "Root",
     "Session",
     "SessionFacts",
     "SessionSummary",
@@ -131,9 +194,33 @@ __all__ = [
     "TranscriptLine",
     "TranscriptNotFound",
     "UnknownSession",
+    "UnsafeRoot",
     "VerifyReport",
+    "array_items_from",
+    "budgets_of",
     "check_derived",
+    "collector_lock",
+    "common_prefix",
+    "decode_generation",
+    "facts_path",
+    "index_dir",
+    "landed_at",
+    "landed_name",
+    "landing_lock",
+    "message_spans",
+    "open_facts",
     "open_store",
+    "parse_generation_dir",
+    "parse_generation_file",
+    "parse_landed",
     "publish_generation",
+    "quiet_for",
+    "repack_lock",
+    "repack_session",
+    "report_path",
+    "save_facts",
+    "state_lock",
+    "stream_dir",
+    "stream_key",
     "unique_prefixes",
 ]

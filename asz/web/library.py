@@ -33,6 +33,7 @@ from asz.store import BodyNotFound, CodecError, Session, SessionSummary, Store, 
 from asz.view import build_view
 from asz.view.kept import session_report
 from asz.view.prices import PriceTable
+from asz.view.records import CacheReport, CacheTotals, ViewDocument
 from asz.web.prompts import Prompt, session_prompts
 from asz.web.timeline import Timeline, timeline
 
@@ -52,7 +53,7 @@ class Listed:
     """One session as the session list shows it."""
 
     summary: SessionSummary
-    totals: dict[str, Any]
+    totals: CacheTotals
     """The cache report's totals (hit ratio, re-written tokens, cost and waste)."""
     prompts: list[Prompt]
     """The session's prompts, for the search box."""
@@ -136,18 +137,17 @@ class Library:
         with self._using(session):
             return self._kept(self._small, "summary", session, mark, session.summary)
 
-    def _totals(self, session: Session, mark: str) -> dict[str, Any]:
-        totals: dict[str, Any] = self.report(session, mark)["totals"]
-        return totals
+    def _totals(self, session: Session, mark: str) -> CacheTotals:
+        return self.report(session, mark)["totals"]
 
-    def view(self, session: Session) -> dict[str, Any]:
+    def view(self, session: Session) -> ViewDocument:
         """The session's view document (``asz view --json``)."""
         with self._using(session):
             return self._kept(
                 self._large, "view", session, session.landed_mark(), lambda: build_view(session)
             )
 
-    def report(self, session: Session, mark: str | None = None) -> dict[str, Any]:
+    def report(self, session: Session, mark: str | None = None) -> CacheReport:
         """The session's cache report (``asz cache SESSION --json``): the root's kept one
         while it holds, else built; never kept in the root, but kept where the root's
         derived state lives apart from it (an archive's local cache). ``mark``: its landed

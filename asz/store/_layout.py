@@ -1,0 +1,158 @@
+"""Where each kind of landed file sits in a root, as paths relative to it (see ``asz.store``).
+
+Pure names and no I/O, so that every backend, writer and reader agrees on them: a path is a
+``/``-separated string relative to the root, whatever holds the root.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from asz.bodykeys import is_session_id
+
+LANDED_SUFFIX = ".asz"
+BODY_KIND = "provider_body"
+INDEX_KIND = "provider_index"
+TRANSCRIPT_KIND = "transcript"
+KINDS = (BODY_KIND, INDEX_KIND, TRANSCRIPT_KIND)
+TRANSCRIPTS_DIR = "transcripts"
+STREAM_PREFIX = "s-"
+SEQ_FILE = "seq"
+SUMMARY_FILE = "summary.json"
+REPORT_FILE = "cache.json"
+MANIFESTS_FILE = "manifests.json"
+FACTS_FILE = "facts.json"
+CURSOR_FILE = "cursor.json"
+"""The derived files of a session (``asz.store._derived``); a cursor is one per stream."""
+STATE_DIR = "_state"
+LOCK_FILE = "_lock"
+PUSH_LOCK_FILE = "archive-push.lock"
+EXPORT_LOCK_FILE = "otlp-export.lock"
+"""Under ``_state``: one push, and one OTLP export, from a root at a time."""
+REPACK_LOCK_FILE = "repack.lock"
+LANDING_LOCK_FILE = "landing.lock"
+"""Under ``_state``: one repack at a time, and landing or publishing a generation, never both
+(``asz.store._generation``)."""
+GENERATION_DIR_PREFIX = "g-"
+GENERATION_FILE_PREFIX = "generation-"
+GENERATION_SUFFIX = ".json"
+REDACT_KEY_FILE = "redact.key"
+"""Under ``_state``: the redaction key made for a root that was given none (``asz.redact``)."""
+_LANDED_NAME = re.compile(r"^([a-z_]+)-(\d{8,})\.asz$")
+_GENERATION_DIR = re.compile(r"^g-(\d{8,})$")
+_GENERATION_FILE = re.compile(r"^generation-(\d{8,})\.json$")
+
+
+class NotASession(ValueError):
+    """A session id that is not in Claude Code's UUID form; it never names a directory."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class LandedName:
+    """A landed file's place in its session's sequence, its kind and its path in the root."""
+
+    seq: int
+    kind: str
+    path: str
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+def session_dir(session: str) -> str:
+    """The session's directory; raises NotASession for anything not in Claude Code's form."""
+    if not is_session_id(session):
+        raise NotASession(f"{session!r} is not a Claude Code session id")
+    return session
+
+
+def bodies_dir(session: str) -> str:
+    return f"{session_dir(session)}/{BODY_KIND}"
+
+
+def index_dir(session: str) -> str:
+    return f"{session_dir(session)}/{INDEX_KIND}"
+
+
+def transcripts_dir(session: str) -> str:
+    return f"{session_dir(session)}/{TRANSCRIPTS_DIR}"
+
+
+def stream_key(relpath: str) -> str:
+    """The directory a transcript source lands in, from its path under the projects dir: any
+    name, however odd, maps to a safe directory name, and a source always to the same one."""
+    return STREAM_PREFIX + hashlib.sha256(relpath.encode()).hexdigest()[:16]
+
+
+def stream_dir(session: str, relpath: str) -> str:
+    return f"{transcripts_dir(session)}/{stream_key(relpath)}"
+
+
+def seq_file(session: str) -> str:
+    return f"{session_dir(session)}/{SEQ_FILE}"
+
+
+def summary_path(session: str) -> str:
+    return f"{session_dir(session)}/{SUMMARY_FILE}"
+
+
+def report_path(session: str) -> str:
+    return f"{session_dir(session)}/{REPORT_FILE}"
+
+
+def manifests_path(session: str) -> str:
+    return f"{session_dir(session)}/{MANIFESTS_FILE}"
+
+
+def facts_path(session: str) -> str:
+    return f"{transcripts_dir(session)}/{FACTS_FILE}"
+
+
+def landed_name(kind: str, seq: int) -> str:
+    return f"{kind}-{seq:08d}{LANDED_SUFFIX}"
+
+
+def parse_landed(directory: str, name: str) -> LandedName | None:
+    """The landed file ``name`` in ``directory``, or None for any other name."""
+    match = _LANDED_NAME.match(name)
+    if match is None:
+        return None
+    return LandedName(int(match.group(2)), match.group(1), f"{directory}/{name}")
+
+
+def generation_dir(session: str, replaces: int) -> str:
+    """Where the files of the session's generation that replaces numbers 1 to ``replaces``
+    are written, in the session's own layout below it (``g-<seq>/provider_body/...``)."""
+    return f"{session_dir(session)}/{GENERATION_DIR_PREFIX}{replaces:08d}"
+
+
+def generation_file(session: str, replaces: int) -> str:
+    """The generation's manifest: written last, create-only; the generation counts from then."""
+    return f"{session_dir(session)}/{GENERATION_FILE_PREFIX}{replaces:08d}{GENERATION_SUFFIX}"
+
+
+def parse_generation_dir(name: str) -> int | None:
+    """The number a generation directory's name says it replaces up to, or None."""
+    match = _GENERATION_DIR.match(name)
+    return int(match.group(1)) if match else None
+
+
+def parse_generation_file(name: str) -> int | None:
+    """The number a generation manifest's name says it replaces up to, or None."""
+    match = _GENERATION_FILE.match(name)
+    return int(match.group(1)) if match else None
+
+
+def ordinary_path(session: str, path: str) -> str:
+    """The path ``path`` of a generation's file would have among the session's ordinary
+    landed files: the generation directory taken out (a directory a reader knows by kind and
+    stream). Any other path is given back as it is."""
+    prefix = f"{session_dir(session)}/"
+    rest = path[len(prefix) :] if path.startswith(prefix) else ""
+    head, _, tail = rest.partition("/")
+    if tail and parse_generation_dir(head) is not None:
+        return prefix + tail
+    return path
