@@ -61,6 +61,9 @@ class ServiceConfig:
     unreadable_after: float = 120.0
     report_interval: float = 30.0
     """Seconds between two builds of one session's kept cache report while it keeps landing."""
+    repack_after: float = 3600.0
+    """Seconds a session lands nothing before the service (or ``asz repack`` without a
+    session) repacks it into few files (``asz.store._repack``); 0: the service never does."""
     listen: str = DEFAULT_LISTEN
 
 
@@ -89,6 +92,12 @@ class ArchiveConfig:
     """The bound of the local cache of landed files read from an archive."""
     unhealthy_after: float = 900.0
     """Seconds pushes may keep failing before ``/healthz`` says so."""
+    prune_after: float = 7 * 86400.0
+    """Seconds a generation is in the archive before ``asz push --prune`` removes the objects
+    it replaced (readers that listed the session before it keep them that long)."""
+    push_interval: float = 300.0
+    """Seconds the service waits at least between two pushes of a session still landing, so
+    its small files are not sent one by one (a quiet session is pushed once repacked)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -444,7 +453,7 @@ def _check_budgets(config: Config, where: str) -> None:
             f"{where}: archive.workers and archive.attempts must be at least 1, "
             "archive.cache_bytes not negative"
         )
-    for key in ("backoff", "backoff_cap", "unhealthy_after"):
+    for key in ("backoff", "backoff_cap", "unhealthy_after", "push_interval", "prune_after"):
         if getattr(archive, key) < 0:
             raise ConfigError(f"{where}: archive.{key} must not be negative")
     otlp = config.otlp
@@ -465,6 +474,7 @@ def _check_budgets(config: Config, where: str) -> None:
         "rescan_interval",
         "unreadable_after",
         "report_interval",
+        "repack_after",
     ):
         if getattr(service, key) < 0:
             raise ConfigError(f"{where}: service.{key} must not be negative")

@@ -16,6 +16,10 @@ The points, in the order a pass reaches them:
     Bodies written and read back, then published (before the sequence number is remembered).
 ``provider.landed`` / ``provider.ledger``
     Every session's bodies landed, before the ledger is saved, then after it is.
+``generation.written`` / ``generation.published`` / ``generation.manifest`` / ``generation.retired``
+    A new generation of a session (``asz.store._generation``, a repack): a file written and
+    read back, published (not counted yet), the manifest that makes them count published,
+    then each file it replaced removed.
 """
 
 from __future__ import annotations
@@ -36,6 +40,14 @@ POINTS = (
     "provider.landed",
     "provider.ledger",
 )
+"""The points a landing pass reaches."""
+GENERATION_POINTS = (
+    "generation.written",
+    "generation.published",
+    "generation.manifest",
+    "generation.retired",
+)
+"""The points a new generation (``asz repack``) reaches."""
 
 _passed: dict[str, int] = {}
 

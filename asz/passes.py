@@ -18,7 +18,7 @@ from asz.adapters.provider_state import ProviderState
 from asz.adapters.session_filter import SessionJudge
 from asz.config import Config
 from asz.progress import Progress
-from asz.store import BodyLander, Root
+from asz.store import BodyLander, Root, landing_lock
 from asz.tally import Tally
 from asz.words import count, listing, size
 
@@ -49,8 +49,35 @@ def run_pass(
     that the bodies directories are not listed; on a ``rescan`` they are still listed when an
     mtime moved. ``asz collect --once`` gives none of these. ``progress`` is told of the
     transcripts as they land (bodies are told to the lander's own). ``reports`` keeps the
-    cache reports of the sessions that landed (``asz.view.keeper``).
+    cache reports of the sessions that landed (``asz.view.keeper``). A pass holds the
+    landing lock, so no generation is published under it (``asz.store._generation``).
     """
+    with landing_lock(root.path):
+        return _run_pass(
+            config,
+            root,
+            lander,
+            now,
+            provider=provider,
+            changed_bodies=changed_bodies,
+            rescan=rescan,
+            progress=progress,
+            reports=reports,
+        )
+
+
+def _run_pass(
+    config: Config,
+    root: Root,
+    lander: BodyLander,
+    now: float | None,
+    *,
+    provider: ProviderState | None,
+    changed_bodies: Collection[str] | None,
+    rescan: bool,
+    progress: Progress | None,
+    reports: ReportKeeper | None,
+) -> Tally:
     started = time.monotonic()
     counts = Tally()
     store = lander.store

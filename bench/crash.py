@@ -4,12 +4,15 @@ Runs rounds until ``--kills`` collectors were killed with SIGKILL. Each round sy
 fresh capture (its own seed), writes it into a fresh Claude Code directory the way Claude Code
 does, and kills the collector at random moments, restarting it each time: the service in even
 rounds, ``collect --once`` loops in odd ones, with a share of the collectors started at a named
-crash point. After each round a clean pass runs and the root is checked (nothing lost, nothing
-landed twice, verify passes, the ledger and cursors agree with the landed files).
+crash point; with ``--repack`` an ``asz repack`` of every session runs beside each collector
+and is killed with it (or stops at a generation crash point). After each round a clean pass
+runs and the root is checked (nothing lost, nothing landed twice, verify passes, the ledger and
+cursors agree with the landed files).
 
 Prints one JSON line per round and a summary line; exits 1 when any round found a problem.
 
     .venv/bin/python bench/crash.py [--kills 1000] [--per-round 100] [--seed 1] [--workdir DIR]
+        [--repack]
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=3)
     parser.add_argument("--turns", type=int, default=6)
     parser.add_argument("--workdir", type=Path, help="keep each round's directories here")
+    parser.add_argument(
+        "--repack", action="store_true", help="an asz repack beside each collector, killed too"
+    )
     args = parser.parse_args()
 
     started = time.monotonic()
@@ -53,6 +59,7 @@ def main() -> int:
             service=service,
             seed=seed,
             life=(0.05, 1.2) if service else (0.0, 0.45),
+            repack=args.repack,
         )
         made = Capture.make(base / "capture", seed=seed, sessions=args.sessions, turns=args.turns)
         report = crash_run(Workspace(base), made, plan, base / "collector.log")
@@ -60,7 +67,7 @@ def main() -> int:
         if report.problems:
             line["kept"] = str(base)
         print(orjson.dumps(line).decode(), flush=True)
-        for key in ("kills", "runs", "bodies", "lines", "index_lines"):
+        for key in ("kills", "repack_kills", "repacks", "runs", "bodies", "lines", "index_lines"):
             totals[key] += getattr(report, key)
         points.update(report.points)
         problems += [f"round {round_no} (seed {seed}): {problem}" for problem in report.problems]

@@ -35,9 +35,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from asz.adapters.provider_ledger import Ledger, State, ledger_path, open_ledger
 from asz.adapters.transcript_cursors import cursor_path, load_cursor
+from asz.bodykeys import is_session_id
 from asz.crashpoints import ENV as CRASH_ENV
 from asz.crashpoints import EXIT_CODE as CRASH_EXIT
-from asz.crashpoints import POINTS
+from asz.crashpoints import GENERATION_POINTS, POINTS
 from asz.store import BODY_KIND, Session, Store, open_store
 from asz.store._root import Root
 from asz.synth import SynthOptions, synthesize
@@ -476,6 +477,10 @@ class CrashReport:
 
     kills: int = 0
     """Collectors ended by SIGKILL while they ran."""
+    repack_kills: int = 0
+    """Repacks (``CrashPlan.repack``) ended by SIGKILL while they ran."""
+    repacks: int = 0
+    """Repacks that ran to their end."""
     points: Counter[str] = field(default_factory=Counter)
     """Collectors that ended themselves at a named crash point, by point."""
     runs: int = 0
@@ -488,6 +493,8 @@ class CrashReport:
     def as_dict(self) -> dict[str, Any]:
         return {
             "kills": self.kills,
+            "repack_kills": self.repack_kills,
+            "repacks": self.repacks,
             "crash_points": dict(sorted(self.points.items())),
             "collector_runs": self.runs,
             "bodies": self.bodies,
@@ -508,6 +515,9 @@ class CrashPlan:
     point_share: float = 0.3
     """Share of collectors started with a named crash point (``ASZ_CRASH_AT``)."""
     life: tuple[float, float] = (0.05, 1.2)
+    repack: bool = False
+    """Beside each collector, an ``asz repack`` of every session, killed at the same moment
+    (or stopped at a generation crash point) when it is still running."""
 
 
 def crash_run(ws: Workspace, capture: Capture, plan: CrashPlan, log: Path) -> CrashReport:
@@ -525,6 +535,7 @@ def crash_run(ws: Workspace, capture: Capture, plan: CrashPlan, log: Path) -> Cr
         process = start(log, extra)
         report.runs += 1
         deadline = time.monotonic() + rng.uniform(*plan.life)
+        repacker = _start_repack(ws, rng, plan.point_share, log) if plan.repack else None
         for write in writes[:per_life]:
             apply_write(ws.claude, write)
             time.sleep(rng.uniform(0, 0.02))
@@ -536,6 +547,8 @@ def crash_run(ws: Workspace, capture: Capture, plan: CrashPlan, log: Path) -> Cr
         code = process.wait()
         if code == CRASH_EXIT:
             report.points[extra[CRASH_ENV].split(":")[0]] += 1
+        if repacker is not None:
+            _end_repack(repacker, report)
     report.problems = settle(ws, capture) + check_root(ws, capture)
     report.seconds = time.monotonic() - started
     report.bodies = len(capture.claimable())
@@ -543,6 +556,36 @@ def crash_run(ws: Workspace, capture: Capture, plan: CrashPlan, log: Path) -> Cr
     index = ws.claude / INDEX
     report.index_lines = index.read_bytes().count(b"\n") if index.exists() else 0
     return report
+
+
+def _start_repack(
+    ws: Workspace, rng: random.Random, share: float, log: Path
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``asz repack`` of every landed session, now and then with a generation crash point."""
+    sessions = (
+        [p.name for p in ws.root.iterdir() if is_session_id(p.name)] if ws.root.exists() else []
+    )
+    point = f"{rng.choice(GENERATION_POINTS)}:{rng.randint(1, 2)}" if rng.random() < share else ""
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [*asz_command(), "repack", "--root", str(ws.root), *sessions],
+            env=ws.env({CRASH_ENV: point} if point else None),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    return process, point
+
+
+def _end_repack(repacker: tuple[subprocess.Popen[bytes], str], report: CrashReport) -> None:
+    process, point = repacker
+    if process.poll() is None:
+        process.send_signal(signal.SIGKILL)
+        report.repack_kills += 1
+    code = process.wait()
+    if code == CRASH_EXIT:
+        report.points[point.split(":")[0]] += 1
+    elif code >= 0:
+        report.repacks += 1
 
 
 def _crash_env(rng: random.Random, share: float) -> dict[str, str]:

@@ -354,7 +354,13 @@ def archive_config(
 
     The tests of the push itself compare what went with the landed files byte for byte, so
     they push raw (``[redact] enabled = false``); ``redact`` leaves the default policy on."""
-    settings = {"attempts": 4, "backoff": 0.01, "backoff_cap": 0.05, **extra}
+    settings = {
+        "attempts": 4,
+        "backoff": 0.01,
+        "backoff_cap": 0.05,
+        "push_interval": 0.0,
+        **extra,
+    }
     lines = ["[archive]", f'url = "s3://{BUCKET}/{prefix}"', f'endpoint = "{endpoint}"']
     lines += [f"{key} = {value!r}" for key, value in settings.items()]
     if not redact:

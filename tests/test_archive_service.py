@@ -3,6 +3,7 @@ and says how the pushes go in its metrics and on ``/healthz``."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import orjson
@@ -147,3 +148,30 @@ def test_the_service_pushes_redacted_and_counts_redactions_by_rule(
     held = {k: v for k, v in s3.objects(prefix + "/").items() if "/_archive/" not in k}
     want = landed_keys(open_store(ws.root), prefix)
     assert held.keys() == want.keys() and held != want  # each file, redacted
+
+
+def test_the_service_pushes_at_most_every_push_interval(s3: S3Server, tmp_path: Path) -> None:
+    prefix = bucket_prefix(tmp_path)
+    with proxied(s3) as proxy:
+        ws = _workspace(tmp_path, proxy.endpoint, prefix, push_interval=4.0)
+        log = tmp_path / "service.log"
+        with running(ws.start_service(log, _env(tmp_path))):
+            port = service_port(log)
+
+            def pushed(files: int) -> bool:
+                seen = metrics(port)
+                return (
+                    seen.get("asz_archive_pushed_files_total", 0) >= files
+                    and seen.get("asz_archive_waiting_files", 1) == 0
+                )
+
+            wait_for(lambda: pushed(1), what="the first push")
+            first = metrics(port)["asz_archive_pushed_files_total"]
+            transcript = next(ws.projects.rglob("*.jsonl"))
+            with transcript.open("ab") as out:
+                out.write(b'{"type":"summary","summary":"later"}\n')
+            wait_for(lambda: pushed(first + 1), what="the line landed since to be pushed")
+        # Each push starts at the record's marker: created by the first, looked for by the next.
+        starts = [s.at for s in proxy.seen if "/_archive/roots/" in s.key]
+    assert len(starts) >= 2
+    assert all(later - earlier >= 3.9 for earlier, later in pairwise(starts))

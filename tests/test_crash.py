@@ -26,7 +26,7 @@ from harness import (
     settle,
 )
 
-from asz.crashpoints import ENV, EXIT_CODE, POINTS
+from asz.crashpoints import ENV, EXIT_CODE, GENERATION_POINTS, POINTS
 from asz.store import BODY_KIND, open_store
 from asz.store._layout import landed_name
 
@@ -117,3 +117,19 @@ def test_the_check_finds_a_lost_body_and_a_body_landed_twice(ws: Workspace, tmp_
     assert any("asz verify exited 1" in problem for problem in lost) or any(
         "ledger says" in problem for problem in lost
     )
+
+
+@pytest.mark.slow
+def test_repacks_killed_beside_a_collector_lose_nothing_and_count_nothing_twice(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    made = Capture.make(tmp_path / "capture", seed=5, sessions=2, turns=4)
+    plan = CrashPlan(kills=12, service=True, seed=13, repack=True, point_share=0.5)
+
+    report = crash_run(ws, made, plan, tmp_path / "log")
+
+    assert (
+        report.repack_kills + report.repacks + sum(report.points[p] for p in GENERATION_POINTS)
+        >= 12
+    )
+    assert report.problems == []

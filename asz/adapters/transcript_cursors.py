@@ -32,7 +32,6 @@ from asz.store import (
     LandedName,
     Problem,
     Session,
-    landed_name,
 )
 
 ACTIVE = "active"
@@ -186,5 +185,28 @@ def still_landed(session: Session, stream_dir: str, cursor: Cursor) -> bool:
     """
     if cursor.last_seq == 0:
         return True
-    named = f"{stream_dir}/{landed_name(TRANSCRIPT_KIND, cursor.last_seq)}"
-    return session.store.backend.exists(named)
+    named = session.landed_at(stream_dir, TRANSCRIPT_KIND, cursor.last_seq)
+    return session.store.backend.exists(named.path)
+
+
+def renumber_cursors(session: Session) -> None:
+    """Moves each cursor of a session given a new generation (``asz repack``) to the numbers
+    of its stream's files now, where it covered what they hold, so the next pass does not
+    read the source again for it; one that did not is rebuilt, and the source is read."""
+    for directory in session.stream_dirs():
+        files = session.landed_in(directory)
+        cursor = load_cursor(session, directory)
+        if cursor is None or not files or cursor.last_seq == files[-1].seq:
+            continue
+        try:
+            rebuilt = rebuild_cursor(session, files, cursor.source, cursor.shape)
+        except LandedFileError:
+            continue  # the next pass says so
+        if (rebuilt.offset, rebuilt.line, rebuilt.tail_sha256) == (
+            cursor.offset,
+            cursor.line,
+            cursor.tail_sha256,
+        ):
+            cursor.last_seq = rebuilt.last_seq
+            rebuilt = cursor
+        save_cursor(session, directory, rebuilt.to_bytes())

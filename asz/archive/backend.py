@@ -25,7 +25,14 @@ from asz.archive.retry import Halted
 from asz.atomic import DirSyncs
 from asz.bodykeys import is_session_id
 from asz.locations import ArchiveUrl
-from asz.store import Entry, StorageUnavailable, TempFile, parse_landed
+from asz.store import (
+    Entry,
+    StorageUnavailable,
+    TempFile,
+    parse_generation_dir,
+    parse_generation_file,
+    parse_landed,
+)
 
 T = TypeVar("T")
 _TWO_ROOTS = "the session's sequence holds files from two roots"
@@ -35,8 +42,20 @@ Numbered = dict[int, Names]
 
 
 def _landed(path: str) -> bool:
+    """Whether ``path`` is an object a push put in the bucket and never replaces: a landed
+    file, or a generation's manifest (``asz.store._generation``); anything else a reader
+    derives, and keeps in the local cache."""
     directory, _, name = path.rpartition("/")
-    return parse_landed(directory, name) is not None
+    return parse_landed(directory, name) is not None or parse_generation_file(name) is not None
+
+
+def _family(path: str) -> str:
+    """The generation directory a landed file is in (``<session>/g-<seq>``), or its session
+    for an ordinary one: numbers repeat from one family to the next, never within one."""
+    parts = path.split("/", 2)
+    if len(parts) == 3 and parse_generation_dir(parts[1]) is not None:
+        return f"{parts[0]}/{parts[1]}"
+    return parts[0]
 
 
 class ArchiveBackend:
@@ -55,6 +74,7 @@ class ArchiveBackend:
         self._meta: dict[str, Meta] = {}
         self._sessions_listed: set[str] = set()
         self._numbers: dict[str, Numbered] = {}
+        """By family (:func:`_family`): a session's ordinary files, or one generation's."""
         self._lists: ReadAhead[str, list[Meta]] = ReadAhead()
         self._gets: ReadAhead[str, tuple[bytes, str]] = ReadAhead()
 
@@ -150,19 +170,20 @@ class ArchiveBackend:
         return data
 
     def _numbered(self, path: str) -> tuple[int, Numbered]:
-        """The sequence number of ``path``, and every landed file of its session by number."""
+        """The sequence number of ``path``, and every landed file of its family (the
+        session's ordinary files, or one generation's) by number."""
         session = path.split("/", 1)[0]
         if session not in self._sessions_listed:
             self.list(session)
         if session not in self._numbers:
-            numbers: Numbered = {}
             for key in sorted(self._meta):
                 found = parse_landed(*key.rsplit("/", 1)) if key.startswith(session + "/") else None
                 if found is not None:
-                    numbers.setdefault(found.seq, []).append(key)
-            self._numbers[session] = numbers
+                    family = self._numbers.setdefault(_family(key), {})
+                    family.setdefault(found.seq, []).append(key)
+            self._numbers.setdefault(session, {})
         name = parse_landed(*path.rsplit("/", 1))
-        return (name.seq if name else -1), self._numbers[session]
+        return (name.seq if name else -1), self._numbers.get(_family(path), {})
 
     def _one_root(self, path: str) -> None:
         """A root numbers its session's files once each: two files with one number in the
@@ -179,15 +200,26 @@ class ArchiveBackend:
         number, _, digest = follows.partition(":")
         if not number.isdigit():
             return  # pushed without the note: nothing to compare
-        _seq, numbers = self._numbered(path)
-        for earlier in numbers.get(int(number), []):
-            known = self._meta_of(earlier)
-            data = self.cache.landed(earlier, known.etag, known.size)
+        self._numbered(path)
+        # The file before it may be of a generation (the first file landed after a repack
+        # follows the generation's last), so the note holds when any file of that number
+        # in the session's families is the one it names.
+        session = path.split("/", 1)[0]
+        own = _family(path)
+        families = sorted(
+            (f for f in self._numbers if f.split("/", 1)[0] == session), key=lambda f: f != own
+        )
+        earlier = [key for f in families for key in self._numbers[f].get(int(number), [])]
+        for key in earlier:
+            known = self._meta_of(key)
+            data = self.cache.landed(key, known.etag, known.size)
             if data is None:
-                data = _reading(earlier, partial(self.bucket.get, earlier))
-            if hashlib.sha256(data).hexdigest() != digest:
-                said = f"{_TWO_ROOTS}: it was pushed after another number {number} than"
-                raise OSError(errno.EIO, f"{said} {self.describe(earlier)}")
+                data = _reading(key, partial(self.bucket.get, key))
+            if hashlib.sha256(data).hexdigest() == digest:
+                return
+        if earlier:
+            said = f"{_TWO_ROOTS}: it was pushed after another number {number} than"
+            raise OSError(errno.EIO, f"{said} {self.describe(earlier[0])}")
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
         meta = self._meta_of(path)
@@ -237,6 +269,9 @@ class ArchiveBackend:
 
     def replace_derived(self, path: str, data: bytes) -> None:
         self.cache.keep_derived(path, data)
+
+    def remove(self, path: str) -> None:
+        _read_only()
 
 
 def _read_only() -> NoReturn:

@@ -33,10 +33,18 @@ class Meta:
     path: str
     size: int
     etag: str
+    modified: float | None = None
+    """When it was created (seconds since the epoch), where the listing says."""
 
     @classmethod
     def of(cls, meta: Any) -> Meta:
-        return cls(str(meta["path"]), int(meta["size"]), str(meta.get("e_tag") or "").strip('"'))
+        made = meta.get("last_modified")
+        return cls(
+            str(meta["path"]),
+            int(meta["size"]),
+            str(meta.get("e_tag") or "").strip('"'),
+            made.timestamp() if made is not None else None,
+        )
 
     def plain_md5(self) -> str | None:
         """The ETag when it has an MD5's form (32 hex digits: a single-part upload; with
@@ -102,6 +110,11 @@ class Bucket:
         return self.link.run(
             lambda: bytes(obstore.get_range(self.store, path, start=start, length=length))
         )
+
+    def delete(self, path: str) -> None:
+        """Removes the object at ``path`` (gone already is no error): only ``asz push
+        --prune`` does, of what a generation replaced (``asz.archive.prune``)."""
+        self.link.run(lambda: obstore.delete(self.store, path))
 
     def list_dir(self, directory: str) -> tuple[list[str], list[Meta]]:
         """The names of the directories and the objects directly in ``directory``."""

@@ -29,6 +29,11 @@ def claim_path(session: str) -> str:
 def claim_bytes(session: str, first_path: str, first_data: bytes) -> bytes:
     """The claim a root holding ``first_data`` at ``first_path`` writes: the same bytes from
     the same root every time (no time, no host in it)."""
-    digest = hashlib.sha256(first_data).hexdigest()
+    return claim_of(session, first_path, hashlib.sha256(first_data).hexdigest())
+
+
+def claim_of(session: str, first_path: str, digest: str) -> bytes:
+    """:func:`claim_bytes` from the first file's SHA-256: what a repacked session's claim is
+    written from, its first file replaced (``asz.archive.generations``)."""
     claim = {"format": FORMAT, "session": session, "first": first_path, "sha256": digest}
     return orjson.dumps(claim, option=orjson.OPT_SORT_KEYS) + b"\n"

@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from asz.archive.bucket import ABSENT, Bucket, Created, Known
-from asz.archive.claims import claim_bytes, claim_path
+from asz.archive.claims import claim_path
 from asz.archive.failure import understand
+from asz.archive.generations import claim_for, manifests_due, push_manifests
 from asz.archive.record import MARKERS_DIR, PushRecord, new_marker
 from asz.archive.redacted import RedactedRoot, bucket_record
 from asz.archive.retry import Halted
@@ -118,6 +119,10 @@ class PushTally:
     other_policy: list[str] = field(default_factory=list)
     """Paths in the archive redacted under another policy (or raw), which this one may make
     differ: their sessions get nothing more until pushed again under this policy."""
+    generations_kept: list[str] = field(default_factory=list)
+    """Repacked sessions whose generation a redacting push keeps home: its manifest names the
+    landed files, not their redacted counterparts, so what the bucket reads of the session is
+    the files it replaced, pushed before, and the files landed after it."""
 
     @property
     def complete(self) -> bool:
@@ -156,6 +161,7 @@ class PushTally:
             "redacted_by_session": self.redacted_by_session,
             "redaction_failed": self.redaction_failed,
             "other_policy": self.other_policy,
+            "generations_kept": self.generations_kept,
         }
 
 
@@ -263,6 +269,7 @@ class Pusher:
             owned = self._claim(workers, record, going, tally)
             mine = [item for item in going if item.session in owned]
             self._files(workers, record, mine, known, tally)
+            self._manifests(record, tally)
         except Halted:
             pass
         finally:
@@ -329,8 +336,7 @@ class Pusher:
             objects.append((f"{MARKERS_DIR}/<new id>.json", len(data)))
         for item in todo:
             if item.session not in record.claimed:
-                first = self._read(item.first.path)
-                claim = claim_bytes(item.session, item.first.path, first)
+                claim = claim_for(self.store, item.session) or b""
                 objects.append((claim_path(item.session), len(claim)))
         for item in todo:
             for name in item.names:
@@ -338,7 +344,11 @@ class Pusher:
                 if self.redacted is not None:
                     said = self.redacted.record(name.path)
                     objects.append((bucket_record(name.path), len(said)))
-        return objects
+        if self.redacted is not None:
+            return objects
+        pushed = {name.path for item in todo for name in item.names} | record.done.keys()
+        due = manifests_due(self.store, pushed, (item.session for item in todo))
+        return objects + [(path, self.store.size_of(path)) for path in due]
 
     def _relisting(self, record: PushRecord, tally: PushTally, relist: bool) -> bool:
         """Whether the record is rebuilt by listing: asked, lost, another bucket's, or its
@@ -380,7 +390,13 @@ class Pusher:
                 tally.left_out.append(session_id)
                 continue
             tally.sessions += 1
-            names = self.store.open_session(session_id).landed()
+            session = self.store.open_session(session_id)
+            names = session.landed()
+            generation = session.generation() if self.redacted is not None else None
+            if generation is not None:
+                kept = {name.path for name in generation.files}
+                names = [name for name in names if name.path not in kept]
+                tally.generations_kept.append(session_id)
             new = [name for name in names if name.path not in record.done]
             if new:
                 before = {later.path: earlier for earlier, later in pairwise(names)}
@@ -436,8 +452,9 @@ class Pusher:
         return owned
 
     def _claim_one(self, item: _Todo) -> Created:
-        data = self._read(item.first.path)
-        claim = claim_bytes(item.session, item.first.path, data)
+        claim = claim_for(self.store, item.session)
+        if claim is None:
+            raise OSError(f"{item.first.path} does not read: the session cannot be claimed")
         # Looked for first: a claim is made once, and most often it is there already.
         return self.bucket.create(claim_path(item.session), claim, known=None)
 
@@ -490,6 +507,21 @@ class Pusher:
                     send(session)
             elif left[session]:
                 send(session)
+
+    def _manifests(self, record: PushRecord, tally: PushTally) -> None:
+        """Each generation whose files are all in the bucket now gets its manifest, last
+        (``asz.archive.generations``); none under redaction (``generations_kept``)."""
+        if self.redacted is not None:
+            return
+        due = manifests_due(self.store, record.done.keys(), sorted(record.claimed))
+        failed = partial(self._failed_path, tally)
+        created, size, conflicts = push_manifests(self.store, self.bucket, record, due, failed)
+        tally.files += created
+        tally.bytes += size
+        tally.conflicts += [self.url.key(path) for path in conflicts]
+
+    def _failed_path(self, tally: PushTally, path: str, err: BaseException) -> None:
+        self._failed(tally, self.url.key(path), err)
 
     def _file_one(
         self, path: str, known: Known, record: PushRecord, before: LandedName | None

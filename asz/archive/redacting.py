@@ -113,6 +113,9 @@ class RedactingBackend:
     def remove_temp(self, temp: TempFile) -> NoReturn:
         _refuse(temp.path)
 
+    def remove(self, path: str) -> NoReturn:
+        _refuse(path)
+
     def replace_derived(self, path: str, data: bytes) -> None:
         self.redacted.shadow.backend.replace_derived(path, data)
 

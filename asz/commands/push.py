@@ -25,6 +25,10 @@ from asz.exits import EXIT_FAILED, EXIT_OK, UsageError
 from asz.words import count, listing, size
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from asz.archive.bucket import Bucket
+    from asz.archive.prune import Pruned
     from asz.archive.push import Pusher, PushTally
     from asz.store import Store
 
@@ -38,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="list every object that would be created (files, claims, marker), with its "
         "size, and the sessions left out and why; send nothing",
+    )
+    parser.add_argument(
+        "--prune",
+        action="store_true",
+        help="after the push, remove from the archive the objects a repack replaced, once "
+        "the generation that replaced them is [archive] prune_after seconds old",
     )
     parser.add_argument(
         "--relist",
@@ -82,6 +92,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
             )
             with _stopped_by_signals(pusher) as signalled:
                 tally = pusher.run(dry_run=args.dry_run, relist=args.relist)
+                pruned = _prune(root, config, bucket) if args.prune and not args.dry_run else None
     except (PushBusy, UnsafeRoot) as err:
         print(f"asz: {err}", file=sys.stderr)
         return EXIT_FAILED
@@ -89,7 +100,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         print_json(
             {**tally.as_dict(), "would_push": [list(item) for item in tally.would_push]}
             if args.dry_run
-            else tally.as_dict()
+            else {**tally.as_dict(), **({"pruned": pruned.as_dict()} if pruned else {})}
         )
     elif args.dry_run:
         for path, length in tally.would_push:
@@ -112,10 +123,33 @@ def run(args: argparse.Namespace, config: Config) -> int:
             )
     else:
         print(push_line(tally))
+    if pruned is not None and not args.json:
+        print(prune_line(pruned))
     _say_trouble(tally)
+    for error in pruned.errors if pruned is not None else []:
+        print(f"asz: prune: {error}", file=sys.stderr)
     if tally.interrupted and signalled:
         return 128 + signalled[0]
-    return EXIT_OK if tally.complete else EXIT_FAILED
+    return EXIT_OK if tally.complete and not (pruned and pruned.errors) else EXIT_FAILED
+
+
+def _prune(root: Path, config: Config, bucket: Bucket) -> Pruned:
+    """The prune of the sessions this root claimed in the archive (``asz.archive.prune``)."""
+    from asz.archive.prune import prune
+    from asz.archive.record import PushRecord
+    from asz.locations import ArchiveUrl
+
+    url = ArchiveUrl.parse(config.archive.url)
+    record = PushRecord.for_root(root, str(url), bucket.endpoint)
+    return prune(bucket, url, sorted(record.claimed), config.archive.prune_after)
+
+
+def prune_line(pruned: Pruned) -> str:
+    """A prune in words."""
+    said = f"pruned {count(pruned.objects, 'replaced object')} ({size(pruned.bytes)})"
+    if pruned.waiting:
+        said += f"; {count(pruned.waiting, 'object')} left until their generation is older"
+    return said
 
 
 @contextmanager

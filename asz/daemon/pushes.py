@@ -3,8 +3,10 @@
 Landing never waits for a push: a pass tells :class:`PushLoop` that it ended and goes on; the
 loop runs one push (``asz.archive.push``, the same code as ``asz push``) at a time in its own
 worker thread, and a pass that ends while one runs leads to one more push after it, not one
-each. A push that fails is tried again after the next pass (a rescan every
-``service.rescan_interval`` at the latest), its requests each retried with backoff first; the
+each, and at most one every ``archive.push_interval`` seconds (so a live session's small
+files go out together, not one push a pass). A push that fails is tried again after the next
+pass (a rescan every ``service.rescan_interval`` at the latest), its requests each retried
+with backoff first; the
 metrics count it (the objects pushed as they go, not at the push's end) and ``/healthz`` says
 so once pushes have failed for longer than ``archive.unhealthy_after``. Stopping the service
 stops a push in flight within a second or two (``Pusher.stop``): uploads in flight finish or
@@ -14,6 +16,7 @@ next push resumes without sending anything twice.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -65,8 +68,13 @@ class PushLoop:
         self._wake.set()
 
     async def run(self) -> None:
+        last = -math.inf
         while True:
             await self._wake.wait()
+            # A live session lands a few small files every pass: they go together, at most
+            # every ``push_interval`` seconds, not one push a pass.
+            await anyio.sleep(max(0.0, last + self.config.archive.push_interval - time.monotonic()))
+            last = time.monotonic()
             self._wake = anyio.Event()
             try:
                 tally = await self._push_stopping_on_cancel()

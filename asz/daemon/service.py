@@ -34,6 +34,7 @@ from asz.daemon.metrics import ServiceMetrics
 from asz.daemon.notify import Notifier
 from asz.daemon.otlp import ExportLoop, OtlpCacheMetrics, export_target
 from asz.daemon.pushes import PushLoop
+from asz.daemon.repacks import RepackLoop
 from asz.daemon.settle import BodyCheck, Kind, SettleQueue, SourcePaths, check_body
 from asz.daemon.watcher import Armed, EventKind, Rearmed, Target, Watcher, WatchEvent
 from asz.daemon.worker import FIRST_SCAN, RESCAN, PassResult, PassSchedule, PassWorker
@@ -81,6 +82,7 @@ class Service:
         self.pushes = (
             PushLoop(config, store, self.metrics, self.health, log) if config.archive.url else None
         )
+        self.repacks = RepackLoop(config, store, log) if config.service.repack_after > 0 else None
         target = export_target(config, log)
         self.exports = (
             ExportLoop(config, store, target, metrics=self.metrics, health=self.health, log=log)
@@ -149,6 +151,8 @@ class Service:
                         tasks.start_soon(self._feed)
                         if self.pushes is not None:
                             tasks.start_soon(self.pushes.run)
+                        if self.repacks is not None:
+                            self.repacks.start()
                         if self.exports is not None:
                             tasks.start_soon(self.exports.run)
                         await self.worker.run()
@@ -343,6 +347,8 @@ class Service:
             self.health.pass_done(counts.as_dict(), result.finished_at)
             if self.pushes is not None:
                 self.pushes.passed()
+            if self.repacks is not None and result.reason in (RESCAN, FIRST_SCAN):
+                self.repacks.passed()  # a session turns quiet with time, not with a pass
             if self.exports is not None:
                 self.exports.landed(counts.sessions)
             self._log_pass(result.reason, counts)

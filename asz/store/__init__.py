@@ -20,6 +20,8 @@ it is described)::
             <session>/.../<name>.asz.redactions.json  beside each: the rules that fired, where
         otlp/<endpoint digest>/<session>.json  what asz export otlp sent to an OTLP endpoint
         otlp-export.lock                       one export at a time (flock)
+        repack.lock                            one repack at a time (flock)
+        landing.lock                           a landing pass, or a generation published (flock)
     <session>/                                 a UUID-form session id; nothing else is one
         seq                                    derived: highest sequence number used
         summary.json                           derived: the session in one line (asz sessions)
@@ -32,13 +34,18 @@ it is described)::
             s-<16 hex>/                        one transcript source (a stream)
                 cursor.json                    derived: how far the source was landed
                 transcript-<seq>.asz           landed windows of complete lines
+        generation-<seq>.json                  a generation's manifest: replaces numbers 1 to <seq>
+        g-<seq>/                               the generation's files, in the layout above
+            provider_body/provider_body-<n>.asz, provider_index/..., transcripts/s-<16 hex>/...
 
 Names starting with ``_`` at the root are never sessions. ``<seq>`` is eight or more decimal
 digits; sequence numbers are per session, shared by every kind of landed file, and never go
 back. ``s-<16 hex>`` is the start of the SHA-256 of the source's path under Claude Code's
 projects directory. A landed file is written once under a temporary name (``.tmp-*``), read
 back, flushed and published without replacing anything; it is never changed after. Derived
-files are rebuilt from the landed files whenever they are missing or do not match them.
+files are rebuilt from the landed files whenever they are missing or do not match them. A
+generation (``asz.store._generation``) replaces a session's files numbered up to its ``<seq>``
+as a whole, once its manifest is published.
 """
 
 from asz.bodykeys import BodyKeys
@@ -58,6 +65,14 @@ from asz.store._errors import (
     UnknownSession,
 )
 from asz.store._framing import MAX_CONTENT_BYTES, LandedFile, LandedFileError, LandedRecord
+from asz.store._generation import (
+    MAX_MANIFEST_BYTES,
+    Generation,
+    GenerationError,
+    PreparedFile,
+    decode_generation,
+    publish_generation,
+)
 from asz.store._held import HeldBodies
 from asz.store._layout import (
     BODY_KIND,
@@ -75,6 +90,8 @@ from asz.store._layout import (
     facts_path,
     index_dir,
     landed_name,
+    parse_generation_dir,
+    parse_generation_file,
     parse_landed,
     redactions_path,
     report_path,
@@ -82,8 +99,17 @@ from asz.store._layout import (
     stream_key,
 )
 from asz.store._manifest import MAX_BODY, MAX_DEPTH, CodecError
+from asz.store._repack import (
+    RepackBusy,
+    RepackOutcome,
+    budgets_of,
+    landed_at,
+    quiet_for,
+    repack_lock,
+    repack_session,
+)
 from asz.store._resolve import MIN_PREFIX, SHOWN_PREFIX, unique_prefixes
-from asz.store._root import Busy, Root, UnsafeRoot, collector_lock, state_lock
+from asz.store._root import Busy, Root, UnsafeRoot, collector_lock, landing_lock, state_lock
 from asz.store._scan import NotCuttable, array_items_from, message_spans
 from asz.store._session import BodyManifest, IndexLine, Session
 from asz.store._session_facts import (
@@ -118,6 +144,7 @@ __all__ = [
     "MAX_BODY",
     "MAX_CONTENT_BYTES",
     "MAX_DEPTH",
+    "MAX_MANIFEST_BYTES",
     "MIN_PREFIX",
     "PUSH_LOCK_FILE",
     "REDACTED_DIR",
@@ -142,6 +169,8 @@ __all__ = [
     "Entry",
     "FactsBuilder",
     "Fresh",
+    "Generation",
+    "GenerationError",
     "HeldBodies",
     "IncomingBody",
     "IndexLine",
@@ -155,9 +184,12 @@ __all__ = [
     "LocalBackend",
     "NotASession",
     "NotCuttable",
+    "PreparedFile",
     "Problem",
     "ReadBackError",
     "Record",
+    "RepackBusy",
+    "RepackOutcome",
     "Repeat",
     "Root",
     "Session",
@@ -176,17 +208,27 @@ __all__ = [
     "UnsafeRoot",
     "VerifyReport",
     "array_items_from",
+    "budgets_of",
     "check_derived",
     "collector_lock",
     "common_prefix",
+    "decode_generation",
     "facts_path",
     "index_dir",
+    "landed_at",
     "landed_name",
+    "landing_lock",
     "message_spans",
     "open_facts",
     "open_store",
+    "parse_generation_dir",
+    "parse_generation_file",
     "parse_landed",
+    "publish_generation",
+    "quiet_for",
     "redactions_path",
+    "repack_lock",
+    "repack_session",
     "report_path",
     "save_facts",
     "state_lock",

@@ -4,8 +4,8 @@ Everything that reads or writes landed files goes through :class:`Backend`, with
 relative to the root (``asz.store._layout``), so that a root held elsewhere (a bucket) is one
 new implementation of these few calls: list, read, read a range, write a temporary file that
 can only be created, publish temporaries under their final names without replacing anything,
-remove a temporary, and replace a file of derived state whole (and three looks: whether a
-file is there, its size, and its stamp).
+remove a temporary, replace a file of derived state whole, remove what no reader counts any
+more (and three looks: whether a file is there, its size, and its stamp).
 """
 
 from __future__ import annotations
@@ -118,6 +118,12 @@ class Backend(Protocol):
         state is checked against the landed files and rebuilt, so a lost one costs work)."""
         ...
 
+    def remove(self, path: str) -> None:
+        """Removes a file, or an empty directory, that no reader counts any more: a landed
+        file a generation replaced (``asz.store._generation``), or one never published. Gone
+        already is no error."""
+        ...
+
 
 class LocalBackend:
     """A root that is a directory on this machine."""
@@ -202,3 +208,13 @@ class LocalBackend:
 
     def replace_derived(self, path: str, data: bytes) -> None:
         replace_derived(self._at(path), data)
+
+    def remove(self, path: str) -> None:
+        target = self._at(path)
+        try:
+            if stat.S_ISDIR(os.lstat(target).st_mode):
+                target.rmdir()
+            else:
+                target.unlink()
+        except FileNotFoundError:
+            return

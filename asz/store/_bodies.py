@@ -14,8 +14,9 @@ reused only while its files on disk are exactly the ones it was loaded from.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
@@ -33,6 +34,29 @@ from asz.tally import Tally
 
 _RECORD_OVERHEAD = 32
 _FILE_OVERHEAD = 512
+
+Records = list[tuple[dict[str, Any], bytes]]
+
+
+def record_bytes(meta: dict[str, Any], payload: bytes) -> int:
+    """What a record takes of a landed file's budget (``max_delta_bytes``), framing included."""
+    return len(orjson.dumps(meta)) + len(payload) + _RECORD_OVERHEAD
+
+
+def packed(records: Iterable[tuple[dict[str, Any], bytes]], budget: int) -> Iterator[Records]:
+    """``records`` in order, cut into files as landing cuts them: a file ends before a record
+    that would take it past ``budget``, and a record larger than that is a file alone."""
+    batch: Records = []
+    used = _FILE_OVERHEAD
+    for meta, payload in records:
+        size = record_bytes(meta, payload)
+        if batch and used + size > budget:
+            yield batch
+            batch, used = [], _FILE_OVERHEAD
+        batch.append((meta, payload))
+        used += size
+    if batch:
+        yield batch
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +91,11 @@ class BodyLanding:
 
 @dataclass(slots=True)
 class LoadedSession:
-    """What a session holds, loaded from the landed files numbered ``seqs``, and what did not
-    hold on the way."""
+    """What a session holds, loaded from the landed files at ``paths`` (a generation's files
+    have numbers the ordinary ones had), and what did not hold on the way."""
 
     bodies: SessionBodies
-    seqs: tuple[int, ...]
+    paths: tuple[str, ...]
     problems: list[Problem]
 
 
@@ -85,7 +109,7 @@ def load_session_bodies(store: Store, session: str) -> LoadedSession:
     loader = BodyLoader(store.open_session(session), SessionBodies(), problems=problems)
     held = loader.load_all()
     assert isinstance(held, SessionBodies)
-    return LoadedSession(held, tuple(name.seq for name in loader.names), problems)
+    return LoadedSession(held, tuple(name.path for name in loader.names), problems)
 
 
 class BodyLander:
@@ -100,9 +124,9 @@ class BodyLander:
 
     def _session(self, session: str) -> LoadedSession:
         landed = self.store.open_session(session).landed(BODY_KIND)
-        seqs = tuple(name.seq for name in landed)
+        paths = tuple(name.path for name in landed)
         cached = self._cache.get(session)
-        if cached is not None and cached.seqs == seqs:
+        if cached is not None and cached.paths == paths:
             self._cache.move_to_end(session)
             cached.problems = []
             return cached
@@ -165,7 +189,7 @@ class BodyLander:
                 check=lambda landed: _check_rebuilds(landed, held, batch),
             )
             writer.batch.commit()
-            loaded.seqs = (*loaded.seqs, landed.seq)
+            loaded.paths = (*loaded.paths, landed.path)
             tally = outcome.tally
             tally.landed_file(session, len(batch), landed.size)
             tally.bodies_landed += len(batch)
@@ -190,7 +214,7 @@ class BodyLander:
             except IdConflict as err:
                 outcome.conflicts.append((item.record_id, str(err)))
                 continue
-            size = len(orjson.dumps(record.meta)) + len(record.payload) + _RECORD_OVERHEAD
+            size = record_bytes(record.meta, record.payload)
             if batch and batch_bytes + size > budget:
                 flush()
                 batch, batch_bytes = [], _FILE_OVERHEAD

@@ -31,6 +31,13 @@ LOCK_FILE = "_lock"
 PUSH_LOCK_FILE = "archive-push.lock"
 EXPORT_LOCK_FILE = "otlp-export.lock"
 """Under ``_state``: one push, and one OTLP export, from a root at a time."""
+REPACK_LOCK_FILE = "repack.lock"
+LANDING_LOCK_FILE = "landing.lock"
+"""Under ``_state``: one repack at a time, and landing or publishing a generation, never both
+(``asz.store._generation``)."""
+GENERATION_DIR_PREFIX = "g-"
+GENERATION_FILE_PREFIX = "generation-"
+GENERATION_SUFFIX = ".json"
 REDACT_KEY_FILE = "redact.key"
 """Under ``_state``: the redaction key made for a root that was given none (``asz.redact``)."""
 REDACTED_DIR = "redacted"
@@ -39,6 +46,8 @@ redaction policy (``asz.archive.redacted``)."""
 REDACTIONS_SUFFIX = ".redactions.json"
 """Beside a redacted landed file: the rules that fired in it, at which JSON paths."""
 _LANDED_NAME = re.compile(r"^([a-z_]+)-(\d{8,})\.asz$")
+_GENERATION_DIR = re.compile(r"^g-(\d{8,})$")
+_GENERATION_FILE = re.compile(r"^generation-(\d{8,})\.json$")
 
 
 class NotASession(ValueError):
@@ -122,3 +131,38 @@ def parse_landed(directory: str, name: str) -> LandedName | None:
     if match is None:
         return None
     return LandedName(int(match.group(2)), match.group(1), f"{directory}/{name}")
+
+
+def generation_dir(session: str, replaces: int) -> str:
+    """Where the files of the session's generation that replaces numbers 1 to ``replaces``
+    are written, in the session's own layout below it (``g-<seq>/provider_body/...``)."""
+    return f"{session_dir(session)}/{GENERATION_DIR_PREFIX}{replaces:08d}"
+
+
+def generation_file(session: str, replaces: int) -> str:
+    """The generation's manifest: written last, create-only; the generation counts from then."""
+    return f"{session_dir(session)}/{GENERATION_FILE_PREFIX}{replaces:08d}{GENERATION_SUFFIX}"
+
+
+def parse_generation_dir(name: str) -> int | None:
+    """The number a generation directory's name says it replaces up to, or None."""
+    match = _GENERATION_DIR.match(name)
+    return int(match.group(1)) if match else None
+
+
+def parse_generation_file(name: str) -> int | None:
+    """The number a generation manifest's name says it replaces up to, or None."""
+    match = _GENERATION_FILE.match(name)
+    return int(match.group(1)) if match else None
+
+
+def ordinary_path(session: str, path: str) -> str:
+    """The path ``path`` of a generation's file would have among the session's ordinary
+    landed files: the generation directory taken out (a directory a reader knows by kind and
+    stream). Any other path is given back as it is."""
+    prefix = f"{session_dir(session)}/"
+    rest = path[len(prefix) :] if path.startswith(prefix) else ""
+    head, _, tail = rest.partition("/")
+    if tail and parse_generation_dir(head) is not None:
+        return prefix + tail
+    return path

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from asz.atomic import DIR_MODE, private_dir, remove_stale_temps
 from asz.bodykeys import is_session_id
-from asz.store._layout import LOCK_FILE, REDACTED_DIR, STATE_DIR, session_dir
+from asz.store._layout import LANDING_LOCK_FILE, LOCK_FILE, REDACTED_DIR, STATE_DIR, session_dir
 
 
 class Busy(Exception):
@@ -133,7 +133,7 @@ def collector_lock(root: Root, wait: bool = False) -> Iterator[None]:
     fd = os.open(root.path / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise Busy(f"another collector holds {root.path}") from None
         check_private(root)
@@ -158,6 +158,23 @@ def state_lock(root: Path, name: str, busy: Callable[[], Exception]) -> Iterator
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise busy() from None
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def landing_lock(root: Path) -> Iterator[None]:
+    """Held by a landing pass while it lands, and by a new generation while it is published
+    and what it replaced is retired (``asz.store._generation``): the service holds the
+    collector lock for its whole life, so a repack beside it waits for this one instead, and a
+    pass never reads a session whose files are being swapped. Each waits for the other. The
+    caller has checked the root (``collector_lock``, ``state_lock``), so a pass pays only for
+    the lock."""
+    state = private_dir(root / STATE_DIR)
+    fd = os.open(state / LANDING_LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)

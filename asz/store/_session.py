@@ -8,6 +8,7 @@ checked in one way, and a damaged one is skipped the same way everywhere: it bec
 from __future__ import annotations
 
 import errno
+import hashlib
 import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from asz.store._errors import (
     TranscriptNotFound,
 )
 from asz.store._framing import MAX_CONTENT_BYTES, LandedFile, LandedFileError, decode_file
+from asz.store._generation import Generation, read_generation
 from asz.store._layout import (
     BODY_KIND,
     INDEX_KIND,
@@ -35,6 +37,7 @@ from asz.store._layout import (
     LandedName,
     bodies_dir,
     index_dir,
+    landed_name,
     parse_landed,
     session_dir,
     stream_key,
@@ -98,7 +101,14 @@ class IndexLine:
 class Session:
     """A landed session of a store (see the module)."""
 
-    def __init__(self, store: Store, session_id: str, *, trusts_derived: bool = True) -> None:
+    def __init__(
+        self,
+        store: Store,
+        session_id: str,
+        *,
+        trusts_derived: bool = True,
+        generation: Generation | None = None,
+    ) -> None:
         self.store = store
         self.id = session_id
         self.trusts_derived = trusts_derived
@@ -113,21 +123,61 @@ class Session:
         self._response_pieces: set[str] = set()
         self._bodies: BodyReader | None = None
         self._sequence_checked = False
+        self._generation: tuple[Generation | None, list[Problem]] | None = None
+        """The generation read (and the problems of newer manifests), once read; given, one
+        not published yet is read as if it were (a repack reading back what it wrote)."""
+        if generation is not None:
+            self._generation = (generation, [])
 
     # -- landed files ----------------------------------------------------------------------
 
+    def generation(self) -> Generation | None:
+        """The session's newest published generation (``asz.store._generation``), None when
+        it has none; read once per session object."""
+        if self._generation is None:
+            self._generation = read_generation(self.store.backend, self.id)
+        return self._generation[0]
+
+    def origin(self) -> tuple[str, str] | None:
+        """The path and SHA-256 of the session's first landed file ever: kept by its
+        generation once one replaced it, which an archive's claim names for good (None when
+        nothing landed, or that file does not read)."""
+        generation = self.generation()
+        if generation is not None:
+            return generation.origin
+        names = self.landed(checked=False)
+        if not names:
+            return None
+        try:
+            data = self.store.backend.read(names[0].path, MAX_CONTENT_BYTES)
+        except OSError:
+            return None
+        return names[0].path, hashlib.sha256(data).hexdigest()
+
     def landed_in(self, directory: str) -> list[LandedName]:
-        """The landed files directly in ``directory``, of any kind, in sequence order."""
+        """The landed files that count for the ordinary ``directory`` (a kind's, or a
+        stream's), of any kind, in sequence order: those directly in it, or, once the session
+        has a generation, its files for that directory and then those in it numbered above
+        what the generation replaces."""
         backend = self.store.backend
         found = (parse_landed(directory, e.name) for e in backend.list(directory) if not e.is_dir)
-        return sorted(name for name in found if name is not None)
+        names = sorted(name for name in found if name is not None)
+        generation = self.generation()
+        if generation is None:
+            return names
+        return generation.in_dir(directory) + [n for n in names if n.seq > generation.replaces]
 
     def stream_dirs(self) -> list[str]:
-        """Every stream directory of the session's landed transcripts, by name."""
+        """Every stream directory of the session's landed transcripts, by name (a stream a
+        generation holds is named by its ordinary directory, as ``landed_in`` takes it)."""
         base = transcripts_dir(self.id)
         entries = self.store.backend.list(base)
-        names = sorted(e.name for e in entries if e.is_dir and e.name.startswith(STREAM_PREFIX))
-        return [f"{base}/{name}" for name in names]
+        names = {e.name for e in entries if e.is_dir and e.name.startswith(STREAM_PREFIX)}
+        generation = self.generation()
+        if generation is not None:
+            streams = (d for d in generation.ordinary_dirs() if d.startswith(base + "/"))
+            names.update(d.rsplit("/", 1)[-1] for d in streams)
+        return [f"{base}/{name}" for name in sorted(names)]
 
     def landed(self, kind: str | None = None, *, checked: bool = True) -> list[LandedName]:
         """The session's landed files of ``kind`` (every kind when None), in sequence order.
@@ -153,19 +203,41 @@ class Session:
         """
         highest = read_seq_file(self.store.backend, self.id)
         every = self._listed(None) if listed is None else listed
-        if not _missing(every, highest):
-            return []
+        generation = self.generation()
+        assert self._generation is not None
+        problems = [*self._generation[1], *self._generation_gone(generation)]
+        floor = 0 if generation is None else generation.replaces
+        if not _missing(every, highest, floor):
+            return problems
         every = self._listed(None)
-        missing = [span for span in _missing(every, highest) if not self._landed_past(every, span)]
+        missing = [
+            span for span in _missing(every, highest, floor) if not self._landed_past(every, span)
+        ]
         if not missing:
-            return []
+            return problems
         top = max(highest, every[-1].seq if every else 0)
         where = self.store.backend.describe(session_dir(self.id))
         spans = ", ".join(str(a) if a == b else f"{a} to {b}" for a, b in missing)
         count = sum(b - a + 1 for a, b in missing)
         said = "a landed file" if count == 1 else f"{count} landed files"
         why = f"misses {said} of its sequence 1 to {top} (number {spans})"
-        return [Problem(self.id, where, None, f"{why}: the session is incomplete")]
+        return [*problems, Problem(self.id, where, None, f"{why}: the session is incomplete")]
+
+    def _generation_gone(self, generation: Generation | None) -> list[Problem]:
+        """A problem for each file the session's generation names that is not there."""
+        if generation is None:
+            return []
+        backend = self.store.backend
+        there: dict[str, set[str]] = {}
+        problems = []
+        for name in generation.files:
+            directory = name.path.rsplit("/", 1)[0]
+            if directory not in there:
+                there[directory] = {e.name for e in backend.list(directory) if not e.is_dir}
+            if name.name not in there[directory]:
+                why = "is gone: a file of the session's generation (the session is incomplete)"
+                problems.append(Problem(self.id, backend.describe(name.path), None, why))
+        return problems
 
     def _landed_past(self, landed: list[LandedName], span: tuple[int, int]) -> bool:
         """Whether the file after the missing numbers ``span`` says the collector landed past
@@ -311,7 +383,17 @@ class Session:
 
     def body_file(self, manifest: BodyManifest) -> LandedName:
         """The landed file a body's manifest says it is in, named without listing any."""
-        return LandedName(manifest.seq, BODY_KIND, f"{bodies_dir(self.id)}/{manifest.file}")
+        return self.landed_at(bodies_dir(self.id), BODY_KIND, manifest.seq)
+
+    def landed_at(self, directory: str, kind: str, seq: int) -> LandedName:
+        """The landed file of ``kind`` numbered ``seq`` that counts for the ordinary
+        ``directory``, named without listing any: in the session's generation when it
+        replaces that number (whether or not the file is there)."""
+        generation = self.generation()
+        if generation is not None and seq <= generation.replaces:
+            base = session_dir(self.id) + "/"
+            directory = f"{generation.directory}/{directory[len(base) :]}"
+        return LandedName(seq, kind, f"{directory}/{landed_name(kind, seq)}")
 
     def body_ids(self) -> list[str]:
         """Every landed body's record id (``<uuid>.request``, ``req_….response``), sorted."""
@@ -458,12 +540,12 @@ class Session:
         return entries
 
 
-def _missing(landed: list[LandedName], highest: int) -> list[tuple[int, int]]:
-    """The spans ``(first, last)`` of numbers from 1 to the highest (landed, or ``highest``)
-    that no landed file has."""
-    seqs = sorted({name.seq for name in landed})
+def _missing(landed: list[LandedName], highest: int, floor: int = 0) -> list[tuple[int, int]]:
+    """The spans ``(first, last)`` of numbers above ``floor`` (what a generation replaces)
+    up to the highest (landed, or ``highest``) that no landed file has."""
+    seqs = sorted({name.seq for name in landed if name.seq > floor})
     spans = []
-    expected = 1
+    expected = floor + 1
     for seq in [*seqs, max(highest, seqs[-1] if seqs else 0) + 1]:
         if seq > expected:
             spans.append((expected, seq - 1))

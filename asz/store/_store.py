@@ -99,10 +99,14 @@ class Store:
     def numbered(self, session_id: str) -> tuple[int, int]:
         """The highest number of the session's landed files, and the highest its ``seq``
         file remembers: the session's next landed file takes the number above both (so
-        removing the newest file cannot make a number be used twice), and a remembered number
+        removing the newest file cannot make a number be used twice; a generation counts as the
+        numbers it replaces), and a remembered number
         above every landed file is a file lost (``SessionWriter`` says so in the next)."""
-        landed = self.open_session(session_id).landed(checked=False)
-        return (landed[-1].seq if landed else 0), read_seq_file(self.backend, session_id)
+        session = self.open_session(session_id)
+        landed = session.landed(checked=False)
+        generation = session.generation()
+        highest = max(landed[-1].seq if landed else 0, generation.replaces if generation else 0)
+        return highest, read_seq_file(self.backend, session_id)
 
     def batch(self, defer: DirSyncs | None = None) -> Batch:
         return Batch(self.backend, defer)

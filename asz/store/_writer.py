@@ -25,6 +25,7 @@ publish of each file, so the crash tests can stop a writer in either gap.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -142,6 +143,8 @@ class Landed:
     seq: int
     path: str
     size: int
+    sha256: str = ""
+    """Of the file's bytes as written."""
 
 
 class SessionWriter:
@@ -155,12 +158,20 @@ class SessionWriter:
         *,
         compression: str,
         numbered: Callable[[], tuple[int, int]],
+        generation: int | None = None,
+        level: int | None = None,
     ) -> None:
         self.backend = backend
         self.session = session
         self.batch = batch
         self.compression = compression
         self._numbered = numbered
+        self.generation = generation
+        """For a writer of a generation's files (``asz.store._generation``): the number its
+        files replace up to. Its headers say so, its crash points are ``generation.*``, and
+        the ``seq`` file, which counts the session's ordinary files, is left alone."""
+        self.level = level
+        """The zstd level of every file, where not each kind's own (``LEVELS``)."""
         self._next: int | None = None
         self._first = 0
         self._lost: list[int] | None = None
@@ -199,17 +210,19 @@ class SessionWriter:
         time and writer of a file this one stands for (``asz.store._framing.frame``).
         """
         seq = self.next_seq()
-        lost = {"lost": self._lost} if seq == self._first and self._lost else {}
+        lost: dict[str, Any] = {"lost": self._lost} if seq == self._first and self._lost else {}
+        if self.generation is not None:
+            lost = {"generation": self.generation}
         written = list(records)
         framed = frame(
             {"kind": kind, "session": self.session, "seq": seq, **lost, **header},
             written,
             self.compression,
-            LEVELS.get(kind, ZSTD_LEVEL),
+            self.level or LEVELS.get(kind, ZSTD_LEVEL),
             stamp,
         )
         path = f"{directory}/{landed_name(kind, seq)}"
-        point = CRASH_POINTS[kind]
+        point = "generation" if self.generation is not None else CRASH_POINTS[kind]
 
         def read_back(back: bytes) -> None:
             # The bytes on disk are those written, and they give back the content framed:
@@ -234,10 +247,10 @@ class SessionWriter:
             # session's sequence, which a reader takes for a landed file gone missing.
             self._next = seq
             raise
-        if not self._pending:
+        if not self._pending and self.generation is None:
             self._pending = True
             self.batch.then(self._remember)
-        return Landed(seq, path, len(framed.data))
+        return Landed(seq, path, len(framed.data), hashlib.sha256(framed.data).hexdigest())
 
     def _remember(self) -> None:
         """Records the highest number published, so it is never handed out again. The file

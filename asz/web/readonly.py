@@ -71,6 +71,9 @@ class ReadOnlyBackend(LocalBackend):
     def remove_temp(self, temp: TempFile) -> NoReturn:
         _refuse(temp.path)
 
+    def remove(self, path: str) -> NoReturn:
+        _refuse(path)
+
     def replace_derived(self, path: str, data: bytes) -> None:
         with self._lock:
             self._derived.pop(path, None)

@@ -1,0 +1,111 @@
+"""``asz push --prune``: the objects a generation replaced leave the bucket, after a while.
+
+A repacked session in the archive holds its old objects beside the new ones
+(``asz.archive.generations``): readers count the generation's files once its manifest is
+there, and never the objects it replaced. Those are removed only here, asked for explicitly,
+never by a reader and never by a push, and only once the manifest that replaced them has
+been in the bucket for ``archive.prune_after`` seconds, so a reader that listed the session
+before it (a long ``asz serve``) keeps what it reads for that long. Only the sessions this
+root claimed are pruned, and only after the manifest and every file it names are found in
+the bucket with the sizes it gives: what is removed is always replaced by what is there.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from asz.archive.bucket import Bucket
+from asz.locations import ArchiveUrl
+from asz.store import (
+    GenerationError,
+    decode_generation,
+    parse_generation_dir,
+    parse_generation_file,
+    parse_landed,
+)
+
+__all__ = ["Pruned", "prune"]
+
+
+@dataclass(slots=True)
+class Pruned:
+    """What a prune removed, and what it left for later (too recent) or could not judge."""
+
+    objects: int = 0
+    bytes: int = 0
+    waiting: int = 0
+    """Replaced objects whose generation is younger than ``prune_after``."""
+    errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "objects": self.objects,
+            "bytes": self.bytes,
+            "waiting": self.waiting,
+            "errors": self.errors,
+        }
+
+
+def prune(
+    bucket: Bucket, url: ArchiveUrl, sessions: list[str], after: float, now: float | None = None
+) -> Pruned:
+    """Removes from each of ``sessions`` (those this root claimed) the objects its newest
+    whole generation in the bucket replaced, once that one is ``after`` seconds old."""
+    pruned = Pruned()
+    now = time.time() if now is None else now
+    for session in sessions:
+        try:
+            _prune_session(bucket, session, after, now, pruned)
+        except Exception as err:  # the next prune tries again; nothing was half removed
+            pruned.errors.append(f"{url.key(session)}/: {type(err).__name__}: {err}")
+    return pruned
+
+
+def _prune_session(bucket: Bucket, session: str, after: float, now: float, pruned: Pruned) -> None:
+    objects = {meta.path: meta for meta in bucket.list_all(session + "/")}
+    manifests = sorted(
+        (number, meta)
+        for meta in objects.values()
+        for number in [parse_generation_file(meta.path.rsplit("/", 1)[-1])]
+        if number is not None and meta.path.count("/") == 1
+    )
+    for replaces, meta in reversed(manifests):
+        try:
+            data = bucket.get(meta.path)
+            generation = decode_generation(session, replaces, data)
+        except (OSError, GenerationError):
+            continue
+        whole = all(
+            path in objects and objects[path].size == size
+            for path, (size, _digest) in generation.digests.items()
+        )
+        if not whole:
+            continue  # its files are not all up yet: it does not count, nothing is replaced
+        old = [m for path, m in objects.items() if _replaced(session, path, replaces)]
+        if meta.modified is None or now - meta.modified < after:
+            pruned.waiting += len(old)
+            return
+        for item in old:
+            bucket.delete(item.path)
+            pruned.objects += 1
+            pruned.bytes += item.size
+        return
+
+
+def _replaced(session: str, path: str, replaces: int) -> bool:
+    """Whether the object at ``path`` (relative to the prefix) is one the generation that
+    replaces numbers up to ``replaces`` stands in for: an ordinary landed file numbered up to
+    it, any other generation's file, or an older generation's manifest."""
+    parts = path.split("/")
+    if parts[0] != session or len(parts) < 2:
+        return False
+    name = parts[-1]
+    if len(parts) == 2:
+        number = parse_generation_file(name)
+        return number is not None and number < replaces
+    generation = parse_generation_dir(parts[1])
+    if generation is not None:
+        return generation != replaces
+    landed = parse_landed("/".join(parts[:-1]), name)
+    return landed is not None and landed.seq <= replaces

@@ -1,0 +1,384 @@
+"""Generations: a session's landed files replaced as a whole, so readers see one set or the other.
+
+A session's ordinary landed files are numbered 1 to n and only ever added to. A *generation*
+replaces the files numbered 1 to ``replaces`` with another set that holds exactly the same
+bodies, lines and index lines (a repack cut over the whole session, or a session redacted
+again). It comes to be in three steps, each safe to be stopped at:
+
+1. its files are written under ``<session>/g-<replaces>/``, in the session's own layout
+   (``provider_body/``, ``provider_index/``, ``transcripts/s-<16 hex>/``), numbered 1 to m,
+   each read back and checked before it is published. No reader counts them yet;
+2. its manifest, ``<session>/generation-<replaces>.json``, is created (never replacing a
+   file) once they are all durable: from then on readers count the generation's files in place
+   of the ordinary ones numbered up to ``replaces``, and the ordinary ones above it after them;
+3. what it replaced (ordinary files up to ``replaces``, older generations) is retired: removed
+   from a local root at once, kept in a bucket until ``asz push --prune``.
+
+So a reader sees the old set (no manifest yet) or the new set (the manifest), never both
+counted and never neither. The newest generation whose manifest reads counts; a manifest that
+does not read is a problem every reader says. A generation directory without its manifest is a
+write that never finished: never read, removed by the next repack.
+
+:class:`GenerationWriter` is the one way a generation is written: ``land`` each file (as
+``SessionWriter.land``, into the session's ordinary directories, which it places under the
+generation's), then ``publish``. The caller holds ``landing_lock`` around ``publish`` and
+the retiring (``asz.store.retire``), so that no landing pass reads the session half way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from asz import __version__
+from asz.crashpoints import crash_point
+from asz.store._backend import Backend
+from asz.store._errors import Problem
+from asz.store._framing import LandedFile
+from asz.store._layout import (
+    KINDS,
+    LandedName,
+    bodies_dir,
+    generation_dir,
+    generation_file,
+    index_dir,
+    ordinary_path,
+    parse_generation_dir,
+    parse_generation_file,
+    parse_landed,
+    session_dir,
+    transcripts_dir,
+)
+from asz.store._writer import Landed, SessionWriter
+
+if TYPE_CHECKING:
+    from asz.store._store import Store
+
+__all__ = [
+    "FORMAT",
+    "Generation",
+    "GenerationError",
+    "GenerationWriter",
+    "PreparedFile",
+    "decode_generation",
+    "publish_generation",
+    "read_generation",
+    "remove_unpublished",
+    "retire",
+]
+
+FORMAT = "asz.generation/1"
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+
+
+class GenerationError(Exception):
+    """A generation manifest that does not hold; ``why`` says how."""
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """A published generation: the numbers it replaces, and its files with their digests."""
+
+    session: str
+    replaces: int
+    files: tuple[LandedName, ...]
+    """Its files, at their real paths, in sequence order."""
+    digests: dict[str, tuple[int, str]] = field(default_factory=dict)
+    """Each file's size and SHA-256, by path: what a bucket's copy must be."""
+    origin: tuple[str, str] | None = None
+    """The path and SHA-256 of the session's first landed file ever, which the generation
+    replaced and which an archive's claim names (``asz.archive.claims``)."""
+
+    @property
+    def path(self) -> str:
+        return generation_file(self.session, self.replaces)
+
+    @property
+    def directory(self) -> str:
+        return generation_dir(self.session, self.replaces)
+
+    def in_dir(self, directory: str) -> list[LandedName]:
+        """The generation's files that stand for the ordinary directory ``directory``."""
+        return [name for name in self.files if ordinary_dir(self.session, name) == directory]
+
+    def ordinary_dirs(self) -> set[str]:
+        """The ordinary directories the generation has files for."""
+        return {ordinary_dir(self.session, name) for name in self.files}
+
+
+def ordinary_dir(session: str, name: LandedName) -> str:
+    return ordinary_path(session, name.path).rsplit("/", 1)[0]
+
+
+def encode_generation(
+    session: str, replaces: int, files: Iterable[Landed], origin: tuple[str, str] | None
+) -> bytes:
+    """The manifest's bytes: one JSON line naming every file (path, size, SHA-256)."""
+    listed = [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in files]
+    manifest = {
+        "format": FORMAT,
+        "session": session,
+        "replaces": replaces,
+        "origin": None if origin is None else {"path": origin[0], "sha256": origin[1]},
+        "at": datetime.now(UTC).isoformat(timespec="microseconds"),
+        "writer": f"asz/{__version__}",
+        "files": listed,
+    }
+    return orjson.dumps(manifest) + b"\n"
+
+
+def decode_generation(session: str, replaces: int, data: bytes) -> Generation:
+    """The generation a manifest names; GenerationError when it does not hold: not JSON,
+    another format, session or number than its name says, or a file outside its directory,
+    not named as a landed file, or numbered out of order."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise GenerationError("is not JSON (not whole)") from None
+    if not isinstance(value, dict) or value.get("format") != FORMAT:
+        raise GenerationError(f"is not in the format {FORMAT}")
+    if value.get("session") != session or value.get("replaces") != replaces:
+        raise GenerationError("names another session or number than its file name")
+    listed = value.get("files")
+    if not isinstance(listed, list) or not listed:
+        raise GenerationError("names no files")
+    prefix = generation_dir(session, replaces) + "/"
+    names: list[LandedName] = []
+    digests: dict[str, tuple[int, str]] = {}
+    for item in listed:
+        path = item.get("path") if isinstance(item, dict) else None
+        name = _landed_in(prefix, path)
+        size, digest = (item.get("size"), item.get("sha256")) if name else (None, None)
+        if name is None or type(size) is not int or not isinstance(digest, str):
+            raise GenerationError(f"names {path!r}, not a landed file of the generation")
+        if name.seq != len(names) + 1:
+            raise GenerationError(f"numbers {path} out of its order 1 to n")
+        names.append(name)
+        digests[name.path] = (size, digest)
+    if names[-1].seq > replaces:
+        raise GenerationError(f"has more files than the {replaces} numbers it replaces")
+    origin = value.get("origin")
+    first: tuple[str, str] | None = None
+    if origin is not None:
+        path, digest = (
+            (origin.get("path"), origin.get("sha256")) if isinstance(origin, dict) else (0, 0)
+        )
+        if not isinstance(path, str) or not isinstance(digest, str):
+            raise GenerationError("names its origin without a path and a SHA-256")
+        first = (path, digest)
+    return Generation(session, replaces, tuple(names), digests, first)
+
+
+def _landed_in(prefix: str, path: object) -> LandedName | None:
+    if not isinstance(path, str) or not path.startswith(prefix) or ".." in path.split("/"):
+        return None
+    directory, _, name = path.rpartition("/")
+    found = parse_landed(directory, name)
+    return found if found is not None and found.kind in KINDS else None
+
+
+def read_generation(backend: Backend, session: str) -> tuple[Generation | None, list[Problem]]:
+    """The session's newest generation whose manifest reads (None when it has none), and a
+    problem for each newer one that does not."""
+    base = session_dir(session)
+    named = (parse_generation_file(e.name) for e in backend.list(base) if not e.is_dir)
+    numbers = sorted(number for number in named if number is not None)
+    problems: list[Problem] = []
+    for replaces in reversed(numbers):
+        path = generation_file(session, replaces)
+        try:
+            found = decode_generation(session, replaces, backend.read(path, MAX_MANIFEST_BYTES))
+        except OSError as err:
+            problems.append(Problem(session, backend.describe(path), None, str(err.strerror)))
+        except GenerationError as err:
+            problems.append(Problem(session, backend.describe(path), None, str(err)))
+        else:
+            return found, problems
+    return None, problems
+
+
+class GenerationWriter:
+    """Writes one new generation of a session (see the module): ``land`` its files in the
+    order they are to be numbered, then ``publish``.
+
+    ``replaces`` is the highest number of the session's files it stands for; its files are
+    numbered from 1, and there must be no more of them than that. ``level`` is the zstd
+    level of every file (each kind's own when None).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        session: str,
+        replaces: int,
+        *,
+        origin: tuple[str, str] | None,
+        level: int | None = None,
+    ) -> None:
+        self.store = store
+        self.session = session
+        self.replaces = replaces
+        self.origin = origin
+        """``Session.origin`` of the session it replaces (``Generation.origin``)."""
+        self.batch = store.batch()
+        self._files: list[Landed] = []
+        self.writer = SessionWriter(
+            store.backend,
+            session,
+            self.batch,
+            compression=store.compression,
+            numbered=lambda: (0, 0),
+            generation=replaces,
+            level=level,
+        )
+
+    @property
+    def directory(self) -> str:
+        return generation_dir(self.session, self.replaces)
+
+    def land(
+        self,
+        kind: str,
+        directory: str,
+        header: dict[str, Any],
+        records: Iterable[tuple[dict[str, Any], bytes]],
+        *,
+        check: Callable[[LandedFile], None] | None = None,
+    ) -> Landed:
+        """Writes (and reads back) one file of the generation, as ``SessionWriter.land`` does
+        for the ordinary ``directory`` of the session, and keeps its bytes for the manifest."""
+        base = session_dir(self.session) + "/"
+        if not directory.startswith(base):
+            raise ValueError(f"{directory} is not a directory of session {self.session}")
+        where = f"{self.directory}/{directory[len(base) :]}"
+        landed = self.writer.land(kind, where, header, records, check=check)
+        if landed.seq > self.replaces:
+            raise ValueError(f"a generation replacing {self.replaces} numbers has more files")
+        self._files.append(landed)
+        return landed
+
+    def commit(self) -> Generation:
+        """Publishes the files landed so far, durable but not counted yet (no manifest): the
+        generation they make, for the caller to read back whole before :meth:`publish`."""
+        if not self._files:
+            raise ValueError("a generation holds at least one file")
+        self.batch.commit()
+        data = encode_generation(self.session, self.replaces, self._files, self.origin)
+        return decode_generation(self.session, self.replaces, data)
+
+    def publish(self) -> Generation:
+        """Creates the manifest of the files committed, which makes them count; AlreadyExists
+        when a generation replacing the same numbers was published before. The caller holds
+        ``landing_lock``."""
+        generation = self.commit() if len(self.batch) else None
+        data = encode_generation(self.session, self.replaces, self._files, self.origin)
+        backend = self.store.backend
+        temp = backend.write_temp(generation_file(self.session, self.replaces), data)
+        try:
+            backend.publish([temp], None, lambda _i: None)
+        finally:
+            backend.remove_temp(temp)
+        crash_point("generation.manifest")
+        return generation or decode_generation(self.session, self.replaces, data)
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedFile:
+    """One file of a new generation, as ``SessionWriter.land`` takes it: its kind, the
+    session's ordinary directory it stands for (``asz.store._layout``), its header's own
+    fields, its records, and a check of it as read back (raise to refuse it)."""
+
+    kind: str
+    directory: str
+    header: dict[str, Any]
+    records: Sequence[tuple[dict[str, Any], bytes]]
+    check: Callable[[LandedFile], None] | None = None
+
+
+def publish_generation(
+    store: Store,
+    session: str,
+    replaces: int,
+    files: Iterable[PreparedFile],
+    *,
+    origin: tuple[str, str] | None,
+    proven: Callable[[Generation], None] | None = None,
+    landing: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
+    level: int | None = None,
+) -> tuple[Generation, int]:
+    """Replaces the session's files numbered 1 to ``replaces`` with ``files`` (numbered 1 to
+    m in the order given), the whole way: clears what an earlier attempt left, writes and
+    checks every file, lets ``proven`` read them as the session they would make (it raises to
+    refuse them: nothing is published), publishes the manifest and retires what it replaced
+    under ``landing`` (``landing_lock``: no pass reads the session half way). The generation
+    and the number of files retired; on any failure before the manifest, nothing counts and
+    nothing is left. ``origin`` is ``Session.origin()`` of the session replaced."""
+    backend = store.backend
+    remove_unpublished(backend, session)
+    writer = GenerationWriter(store, session, replaces, origin=origin, level=level)
+    try:
+        for file in files:
+            writer.land(file.kind, file.directory, file.header, file.records, check=file.check)
+        candidate = writer.commit()
+        if proven is not None:
+            proven(candidate)
+        with landing():
+            generation = writer.publish()
+            return generation, retire(backend, generation)
+    except BaseException:
+        remove_unpublished(backend, session)
+        raise
+
+
+def retire(backend: Backend, generation: Generation) -> int:
+    """Removes what ``generation`` replaced from a root that may be written: the session's
+    ordinary files numbered up to what it replaces, and every other generation (an older
+    one, or one never published). Readers count none of them since the manifest was
+    published, so a stop half way leaves only files nobody counts, which the next repack
+    removes. The number of files removed."""
+    session, base = generation.session, session_dir(generation.session)
+    removed = 0
+    for entry in backend.list(base):
+        number = (parse_generation_dir if entry.is_dir else parse_generation_file)(entry.name)
+        if number is not None and number != generation.replaces:
+            removed += remove_tree(backend, f"{base}/{entry.name}", entry.is_dir)
+    transcripts = transcripts_dir(session)
+    streams = [f"{transcripts}/{e.name}" for e in backend.list(transcripts) if e.is_dir]
+    for directory in [bodies_dir(session), index_dir(session), *streams]:
+        for entry in backend.list(directory):
+            name = None if entry.is_dir else parse_landed(directory, entry.name)
+            if name is not None and name.seq <= generation.replaces:
+                backend.remove(name.path)
+                removed += 1
+                crash_point("generation.retired")
+    return removed
+
+
+def remove_unpublished(backend: Backend, session: str) -> int:
+    """Removes the session's generation directories that have no manifest: writes that never
+    finished, which no reader counts. The number of files removed."""
+    base = session_dir(session)
+    entries = backend.list(base)
+    published = {parse_generation_file(e.name) for e in entries if not e.is_dir}
+    removed = 0
+    for entry in entries:
+        number = parse_generation_dir(entry.name) if entry.is_dir else None
+        if number is not None and number not in published:
+            removed += remove_tree(backend, f"{base}/{entry.name}", True)
+    return removed
+
+
+def remove_tree(backend: Backend, path: str, is_dir: bool) -> int:
+    """Removes ``path`` and, for a directory, everything below it; the files removed."""
+    if not is_dir:
+        backend.remove(path)
+        return 1
+    removed = sum(remove_tree(backend, f"{path}/{e.name}", e.is_dir) for e in backend.list(path))
+    backend.remove(path)
+    return removed

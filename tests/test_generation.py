@@ -1,0 +1,77 @@
+"""A generation's manifest: what it names reads back, and anything else is refused by name."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from asz.store._generation import GenerationError, decode_generation, encode_generation
+from asz.store._layout import generation_dir, ordinary_path
+from asz.store._writer import Landed
+
+SESSION = "11111111-2222-4333-8444-555555555555"
+BODY = "provider_body/provider_body-00000001.asz"
+
+
+def landed(replaces: int, count: int) -> list[Landed]:
+    base = generation_dir(SESSION, replaces)
+    kinds = ["provider_body/provider_body", "transcripts/s-0123456789abcdef/transcript"]
+    return [
+        Landed(n, f"{base}/{kinds[n % 2]}-{n:08d}.asz", 100 + n, f"{n:064x}")
+        for n in range(1, count + 1)
+    ]
+
+
+@given(st.integers(1, 50), st.integers(0, 50))
+def test_a_manifest_reads_back_as_what_was_written(count: int, more: int) -> None:
+    replaces = count + more
+    files = landed(replaces, count)
+    origin = (f"{SESSION}/provider_body/provider_body-00000001.asz", "ab" * 32)
+
+    generation = decode_generation(
+        SESSION, replaces, encode_generation(SESSION, replaces, files, origin)
+    )
+
+    assert [name.path for name in generation.files] == [f.path for f in files]
+    assert generation.digests == {f.path: (f.size, f.sha256) for f in files}
+    assert generation.origin == origin
+    for name in generation.files:
+        assert ordinary_path(SESSION, name.path).startswith(f"{SESSION}/")
+        assert "/g-" not in ordinary_path(SESSION, name.path)
+
+
+@given(st.binary(max_size=400))
+def test_any_bytes_are_a_generation_or_refused_with_why(data: bytes) -> None:
+    try:
+        decode_generation(SESSION, 3, data)
+    except GenerationError as err:
+        assert str(err)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda m: m.update(replaces=4),
+        lambda m: m.update(session="66666666-7777-4888-8999-aaaaaaaaaaaa"),
+        lambda m: m["files"][0].update(path=f"{SESSION}/{BODY}"),
+        lambda m: m["files"][0].update(
+            path=f"{SESSION}/g-00000003/../x/provider_body-00000001.asz"
+        ),
+        lambda m: m["files"].reverse(),
+        lambda m: m.update(files=[]),
+        lambda m: m.update(format="asz.generation/9"),
+    ],
+)
+def test_a_manifest_that_does_not_hold_is_refused(change) -> None:
+    manifest = orjson.loads(encode_generation(SESSION, 3, landed(3, 2), None))
+    change(manifest)
+
+    with pytest.raises(GenerationError):
+        decode_generation(SESSION, 3, orjson.dumps(manifest))
+
+
+def test_a_generation_of_more_files_than_it_replaces_is_refused() -> None:
+    with pytest.raises(GenerationError):
+        decode_generation(SESSION, 2, encode_generation(SESSION, 2, landed(2, 3), None))
