@@ -168,6 +168,12 @@ class Bucket:
 
         return self.link.run(once)
 
+    def delete(self, path: str) -> None:
+        """Removes the object at ``path``; one already gone is no error. Only the analytics
+        writer deletes, and only the files its own root wrote (``asz.analytics.names``):
+        landed files are never deleted from an archive."""
+        self.link.run(lambda: obstore.delete(self.store, path))
+
     def _head_once(self, path: str) -> Meta | None:
         try:
             return Meta.of(obstore.head(self.store, path))

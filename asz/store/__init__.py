@@ -17,6 +17,9 @@ it is described)::
         archive-push.lock                      one push at a time (flock)
         otlp/<endpoint digest>/<session>.json  what asz export otlp sent to an OTLP endpoint
         otlp-export.lock                       one export at a time (flock)
+        root-id                                the root's random id (analytics file names)
+        analytics/<target digest>.json         what asz export parquet wrote to a target
+        analytics.lock                         one analytics writer at a time (flock)
     <session>/                                 a UUID-form session id; nothing else is one
         seq                                    derived: highest sequence number used
         summary.json                           derived: the session in one line (asz sessions)

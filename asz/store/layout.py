@@ -31,6 +31,12 @@ LOCK_FILE = "_lock"
 PUSH_LOCK_FILE = "archive-push.lock"
 EXPORT_LOCK_FILE = "otlp-export.lock"
 """Under ``_state``: one push, and one OTLP export, from a root at a time."""
+ROOT_ID_FILE = "root-id"
+"""Under ``_state``: the root's own random id, which names the analytics files it writes."""
+ANALYTICS_DIR = "analytics"
+"""Under ``_state``: ``<target digest>.json``, what was written to each analytics target."""
+ANALYTICS_LOCK_FILE = "analytics.lock"
+"""Under ``_state``: one analytics writer from a root at a time."""
 _LANDED_NAME = re.compile(r"^([a-z_]+)-(\d{8,})\.asz$")
 
 

@@ -1,0 +1,112 @@
+"""Where the tables are: a local directory or a prefix of a bucket, through one small API.
+
+A bucket is reached through the archive's own client (``asz.archive.open_bucket``, with
+``[archive]``'s endpoint, region and retries): the same credentials and the same retried,
+create-only puts as ``asz push``. A file is only ever created under a new name (never
+replaced) and removed by the machine that wrote it (``asz.analytics.names``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from asz.archive.location import is_archive
+
+if TYPE_CHECKING:
+    from asz.archive.bucket import Bucket
+    from asz.config import ArchiveConfig
+
+__all__ = ["Listed", "Place", "open_place"]
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """A file of the target: its path relative to it, and what tells its bytes apart."""
+
+    path: str
+    stamp: str
+
+
+class Place(Protocol):
+    shown: str
+    """The target as a person names it (a directory, or ``s3://bucket/prefix``)."""
+
+    def list(self) -> list[Listed]: ...
+
+    def create(self, path: str, data: bytes) -> None:
+        """Writes a new file whole; never replaces one."""
+        ...
+
+    def remove(self, path: str) -> None:
+        """Removes a file; one already gone is no error."""
+        ...
+
+    def read(self, path: str) -> bytes: ...
+
+
+class DirectoryPlace:
+    """Tables in a directory: files 0600 and directories 0700, each written durably under a
+    temporary name and published without replacing anything."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.shown = str(path)
+
+    def list(self) -> list[Listed]:
+        found = []
+        for parent, _dirs, files in os.walk(self.path):
+            for name in files:
+                full = Path(parent, name)
+                with contextlib.suppress(FileNotFoundError):
+                    info = full.stat()
+                    relative = full.relative_to(self.path).as_posix()
+                    found.append(Listed(relative, f"{info.st_size}:{info.st_mtime_ns}"))
+        return found
+
+    def create(self, path: str, data: bytes) -> None:
+        from asz.store.atomic import publish_new
+
+        publish_new(self.path / path, data)
+
+    def remove(self, path: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (self.path / path).unlink()
+
+    def read(self, path: str) -> bytes:
+        return (self.path / path).read_bytes()
+
+
+class BucketPlace:
+    """Tables under a bucket's prefix."""
+
+    def __init__(self, url: str, bucket: Bucket) -> None:
+        self.shown = url
+        self.bucket = bucket
+
+    def list(self) -> list[Listed]:
+        return [Listed(meta.path, f"{meta.size}:{meta.etag}") for meta in self.bucket.list_all("")]
+
+    def create(self, path: str, data: bytes) -> None:
+        from asz.archive.bucket import Created
+
+        if self.bucket.create(path, data) is Created.OTHER:
+            raise FileExistsError(f"{self.shown}/{path} holds other bytes")
+
+    def remove(self, path: str) -> None:
+        self.bucket.delete(path)
+
+    def read(self, path: str) -> bytes:
+        return self.bucket.get(path)
+
+
+def open_place(location: str, settings: ArchiveConfig) -> Place:
+    """The target at ``location``: ``s3://bucket/prefix``, else a directory path."""
+    if is_archive(location):
+        from asz.archive import open_bucket
+
+        return BucketPlace(location.rstrip("/"), open_bucket(location, settings))
+    return DirectoryPlace(Path(location).expanduser().absolute())
