@@ -82,6 +82,7 @@ def connect(directory: Path) -> duckdb.DuckDBPyConnection:
     import duckdb
 
     con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "threads": os.cpu_count() or 1})
+    con.execute("SET TimeZone = 'UTC'")  # times are said in UTC, as every asz figure is
     listed = [item.path for item in DirectoryPlace(directory).list()]
     parts = counted(_parts(listed))
     for table, schema in TABLES.items():
