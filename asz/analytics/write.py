@@ -56,10 +56,14 @@ class FactsTally:
     """Files replaced by a compacted one (and removed)."""
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
+    unfinished: set[str] = field(default_factory=set)
+    """Sessions with rows waiting or problems: the service writes them again after a later
+    pass, landed or not."""
 
     def as_dict(self) -> dict[str, Any]:
         found = {name: getattr(self, name) for name in self.__slots__}
         found["seconds"] = round(self.seconds, 3)
+        found["unfinished"] = len(self.unfinished)
         return found
 
 
@@ -147,6 +151,7 @@ class FactsExport:
         problems += [problem for problem in report["problems"] if problem not in problems]
         if problems:
             tally.problems += problems
+            tally.unfinished.add(session_id)
             return
         now = self.clock()
         last = IN_UTC.moment(view["session"]["last_time"])
@@ -167,6 +172,7 @@ class FactsExport:
                 continue
             if key not in final:
                 tally.waiting += 1
+                tally.unfinished.add(session_id)
                 continue
             written.keys.add(key)
             day = _day(fact["time"])
