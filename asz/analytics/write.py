@@ -30,6 +30,7 @@ from asz.analytics.place import Place
 from asz.analytics.rows import final_keys, row_key, session_rows
 from asz.analytics.state import FactsState, Written, root_id
 from asz.store import Store, UnknownSession
+from asz.store.crashpoints import crash_point
 from asz.view.document import build_view
 from asz.view.kept import session_report
 from asz.view.prices import PriceTable
@@ -119,6 +120,7 @@ class FactsExport:
         this = _Pass(state.next)
         state.open, state.next = this.number, this.number + 1
         state.save()
+        crash_point("analytics.opened")
         for session_id in sessions:
             self._session(session_id, state, this, tally)
         for (table, day), rows in sorted(this.tables.items()):
@@ -126,9 +128,11 @@ class FactsExport:
                 part_path(table, day, machine, this.number), parquet_bytes(table, rows)
             )
             tally.files_written += 1
+            crash_point("analytics.written")
         state.sessions.update(this.written)
         state.open = None
         state.save()
+        crash_point("analytics.closed")
         self._compact(own, tally)
         tally.seconds = time.perf_counter() - started
         return tally
@@ -209,6 +213,7 @@ class FactsExport:
             self.place.create(
                 part_path(table, day, parts[0].machine, first, last), parquet_bytes(table, merged)
             )
+            crash_point("analytics.compacted")
             for part in parts:
                 self.place.remove(part.path)
             tally.files_compacted += len(parts)

@@ -16,6 +16,12 @@ The points, in the order a pass reaches them:
     Bodies written and read back, then published (before the sequence number is remembered).
 ``provider.landed`` / ``provider.ledger``
     Every session's bodies landed, before the ledger is saved, then after it is.
+
+And in a write of the analytics tables (``ANALYTICS_POINTS``, ``asz.analytics.write``):
+
+``analytics.opened`` / ``analytics.written`` / ``analytics.closed`` / ``analytics.compacted``
+    The pass marked open, a file of it written, the pass closed (before compacting), and a
+    compacted file written before the files it covers are removed.
 """
 
 from __future__ import annotations
@@ -35,6 +41,13 @@ POINTS = (
     "body.published",
     "provider.landed",
     "provider.ledger",
+)
+
+ANALYTICS_POINTS = (
+    "analytics.opened",
+    "analytics.written",
+    "analytics.closed",
+    "analytics.compacted",
 )
 
 _passed: dict[str, int] = {}
