@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from asz.archive.backend import reading
 from asz.archive.location import is_archive
 
 if TYPE_CHECKING:
@@ -88,19 +89,23 @@ class BucketPlace:
         self.bucket = bucket
 
     def list(self) -> list[Listed]:
-        return [Listed(meta.path, f"{meta.size}:{meta.etag}") for meta in self.bucket.list_all("")]
+        found = reading(self.shown, lambda: self.bucket.list_all(""))
+        return [Listed(meta.path, f"{meta.size}:{meta.etag}") for meta in found]
 
     def create(self, path: str, data: bytes) -> None:
         from asz.archive.bucket import Created
 
-        if self.bucket.create(path, data) is Created.OTHER:
-            raise FileExistsError(f"{self.shown}/{path} holds other bytes")
+        if reading(self._at(path), lambda: self.bucket.create(path, data)) is Created.OTHER:
+            raise FileExistsError(f"{self._at(path)} holds other bytes")
 
     def remove(self, path: str) -> None:
-        self.bucket.delete(path)
+        reading(self._at(path), lambda: self.bucket.delete(path))
 
     def read(self, path: str) -> bytes:
-        return self.bucket.get(path)
+        return reading(self._at(path), lambda: self.bucket.get(path))
+
+    def _at(self, path: str) -> str:
+        return f"{self.shown}/{path}"
 
 
 def open_place(location: str, settings: ArchiveConfig) -> Place:

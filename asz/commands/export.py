@@ -106,8 +106,11 @@ def _parquet(args: argparse.Namespace, config: Config) -> int:
     store, ids = _picked(args, config)
     try:
         tally = write_facts(config, store, root, target, ids)
-    except AnalyticsBusy as err:
+    except (AnalyticsBusy, ValueError) as err:
         print(f"asz: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as err:  # the target: a bucket that does not answer, a disk that is full
+        print(f"asz: {err.filename or target}: {err.strerror or err}", file=sys.stderr)
         return EXIT_FAILED
     if args.json:
         print_json(tally.as_dict())

@@ -44,7 +44,12 @@ def run(args: argparse.Namespace, config: Config) -> int:
             "no tables named: give --from DIR|s3://bucket/prefix, or set "
             "[analytics] url in the config file"
         )
-    con = connect(local_tables(source, config.archive))
+    try:
+        directory = local_tables(source, config.archive)
+    except OSError as err:  # a bucket that does not answer, a cache that cannot be written
+        print(f"asz: {err.filename or source}: {err.strerror or err}", file=sys.stderr)
+        return EXIT_FAILED
+    con = connect(directory)
     try:
         result = con.execute(args.query)
         names = [column[0] for column in result.description or []]
