@@ -19,7 +19,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["NO_DAY", "Part", "counted", "parse_part", "part_path"]
+__all__ = ["NO_DAY", "TABLE_NAMES", "Part", "counted", "parse_part", "part_path"]
+
+TABLE_NAMES = ("calls", "sessions", "breaks")
 
 _PART = re.compile(r"^part-([0-9a-f]{16})-(\d{8,})(?:-(\d{8,}))?\.parquet$")
 _DAY = re.compile(r"^day=(\d{4}-\d{2}-\d{2})$")

@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from asz.analytics.names import Part, counted, parse_part
+from asz.analytics.names import TABLE_NAMES, Part, counted, parse_part
 from asz.analytics.place import DirectoryPlace, Place, open_place
-from asz.analytics.schema import TABLES
 from asz.archive.location import is_archive
 
 if TYPE_CHECKING:
@@ -83,17 +82,28 @@ def connect(directory: Path) -> duckdb.DuckDBPyConnection:
 
     con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "threads": os.cpu_count() or 1})
     con.execute("SET TimeZone = 'UTC'")  # times are said in UTC, as every asz figure is
-    listed = [item.path for item in DirectoryPlace(directory).list()]
-    parts = counted(_parts(listed))
-    for table, schema in TABLES.items():
-        files = sorted(str(directory / part.path) for part in parts if part.table == table)
+    every = _parts(
+        Path(parent, name).relative_to(directory).as_posix()
+        for parent, _dirs, names in os.walk(directory)
+        for name in names
+    )
+    shown = counted(every)
+    for table in TABLE_NAMES:
+        files = sorted(str(directory / part.path) for part in shown if part.table == table)
+        if len(files) < sum(part.table == table for part in every):
+            # A compaction is between its write and its removals: name the counted files.
+            named = _sql_list(files)
+        else:
+            named = _sql_list([f"{directory}/{table}/day=*/part-*.parquet"])
         if files:
             source = (
-                f"read_parquet({_sql_list(files)}, hive_partitioning = true, "
+                f"read_parquet({named}, hive_partitioning = true, "
                 "hive_types = {'day': DATE}, union_by_name = true)"
             )
         else:
-            con.register(f"_empty_{table}", schema.empty_table())
+            from asz.analytics.schema import TABLES  # pyarrow: loaded only for an empty table
+
+            con.register(f"_empty_{table}", TABLES[table].empty_table())
             source = f"(SELECT *, NULL::DATE AS day FROM _empty_{table})"  # noqa: S608
         latest = (
             " QUALIFY row_number() OVER (PARTITION BY session ORDER BY updated DESC) = 1"

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from asz.analytics.names import TABLE_NAMES
+
 SCHEMA_VERSION = 1
 VERSION_KEY = b"asz.schema"
 TABLE_KEY = b"asz.table"
@@ -116,7 +118,7 @@ SESSIONS = pa.schema(
 the session; ``landed_files`` says which of its landed files the row was made from, and
 ``priced_by`` the price table (``PriceTable.fingerprint``)."""
 
-TABLES: dict[str, pa.Schema] = {"calls": CALLS, "sessions": SESSIONS, "breaks": BREAKS}
+TABLES: dict[str, pa.Schema] = dict(zip(TABLE_NAMES, (CALLS, SESSIONS, BREAKS), strict=True))
 
 
 def with_version(schema: pa.Schema, table: str) -> pa.Schema:
