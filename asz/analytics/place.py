@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -21,22 +20,17 @@ if TYPE_CHECKING:
     from asz.archive.bucket import Bucket
     from asz.config import ArchiveConfig
 
-__all__ = ["Listed", "Place", "open_place"]
-
-
-@dataclass(frozen=True, slots=True)
-class Listed:
-    """A file of the target: its path relative to it, and what tells its bytes apart."""
-
-    path: str
-    stamp: str
+__all__ = ["Place", "open_place"]
 
 
 class Place(Protocol):
     shown: str
     """The target as a person names it (a directory, or ``s3://bucket/prefix``)."""
 
-    def list(self) -> list[Listed]: ...
+    def list(self) -> list[str]:
+        """Every file's path, relative to the target. A file is never rewritten under its
+        name, so a name says which bytes it holds."""
+        ...
 
     def create(self, path: str, data: bytes) -> None:
         """Writes a new file whole; never replaces one."""
@@ -57,16 +51,12 @@ class DirectoryPlace:
         self.path = path
         self.shown = str(path)
 
-    def list(self) -> list[Listed]:
-        found = []
-        for parent, _dirs, files in os.walk(self.path):
-            for name in files:
-                full = Path(parent, name)
-                with contextlib.suppress(FileNotFoundError):
-                    info = full.stat()
-                    relative = full.relative_to(self.path).as_posix()
-                    found.append(Listed(relative, f"{info.st_size}:{info.st_mtime_ns}"))
-        return found
+    def list(self) -> list[str]:
+        return [
+            Path(parent, name).relative_to(self.path).as_posix()
+            for parent, _dirs, files in os.walk(self.path)
+            for name in files
+        ]
 
     def create(self, path: str, data: bytes) -> None:
         from asz.store.atomic import publish_new
@@ -88,9 +78,8 @@ class BucketPlace:
         self.shown = url
         self.bucket = bucket
 
-    def list(self) -> list[Listed]:
-        found = reading(self.shown, lambda: self.bucket.list_all(""))
-        return [Listed(meta.path, f"{meta.size}:{meta.etag}") for meta in found]
+    def list(self) -> list[str]:
+        return [meta.path for meta in reading(self.shown, lambda: self.bucket.list_all(""))]
 
     def create(self, path: str, data: bytes) -> None:
         from asz.archive.bucket import Created

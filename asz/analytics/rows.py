@@ -165,7 +165,7 @@ def _session(
         "first_activity": to_time(summary.first_activity),
         "last_activity": to_time(summary.last_activity),
         "models": list(summary.models),
-        "calls": sum(row["message_id"] is not None for row in report["rows"]),
+        "calls": summary.calls,
         "requests": totals["requests"],
         "bodies": summary.bodies,
         "transcript_lines": summary.transcript_lines,

@@ -18,11 +18,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from asz.analytics.query import connect
+from asz.analytics.query import connect, local_tables
+from asz.config import Config
 from asz.store import Session, SessionSummary
 from asz.view.usage import hit_ratio
 
-__all__ = ["TableFacts"]
+__all__ = ["TableFacts", "table_facts"]
 
 _SESSION_COLUMNS = (
     "session, project_dir, cwd, first_activity, last_activity, models, calls, requests, "
@@ -139,3 +140,14 @@ def _text(moment: datetime | None) -> str | None:
         return None
     moment = moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def table_facts(config: Config, sessions: list[str], priced_by: str) -> TableFacts | None:
+    """The facts of ``sessions`` in the tables at ``[analytics] url`` (a bucket's copy
+    brought up to date first); None when none is named or none is there yet."""
+    if not config.analytics.url:
+        return None
+    directory = local_tables(config.analytics.url, config.archive)
+    if not directory.is_dir():
+        return None
+    return TableFacts(directory, sessions, priced_by)

@@ -105,8 +105,8 @@ class FactsExport:
         state = FactsState.load(self.root, self.place.shown, machine)
         own = [
             part
-            for listed in self.place.list()
-            if (part := parse_part(listed.path)) is not None and part.machine == machine
+            for path in self.place.list()
+            if (part := parse_part(path)) is not None and part.machine == machine
         ]
         if not state.found:
             _rebuild(state, self.place, own)

@@ -106,7 +106,9 @@ def _every_session(args: argparse.Namespace, config: Config) -> int:
 
     def known(ids: list[str]) -> Callable[[Session], SessionSummary | None]:
         """The analytics tables' summaries, when ``[analytics] url`` names tables."""
-        found = _table_facts(config, ids, prices.fingerprint())
+        from asz.analytics.tables import table_facts
+
+        found = table_facts(config, ids, prices.fingerprint())
         facts.extend([found] if found is not None else [])
         return found.summary if found is not None else lambda session: None
 
@@ -141,20 +143,6 @@ def _every_session(args: argparse.Namespace, config: Config) -> int:
     return listing_exit(
         listed, args, report_problems(problems, all_in="--json" if in_json else None)
     )
-
-
-def _table_facts(config: Config, ids: list[str], priced_by: str) -> TableFacts | None:
-    """The tables at ``[analytics] url`` for ``ids``; None when none is named or none is
-    there yet."""
-    from asz.analytics.query import local_tables
-    from asz.analytics.tables import TableFacts
-
-    if not config.analytics.url:
-        return None
-    directory = local_tables(config.analytics.url, config.archive)
-    if not directory.is_dir():
-        return None
-    return TableFacts(directory, ids, priced_by)
 
 
 def _print_ranking(ranking: Ranking, prefixes: dict[str, str], by: str | None, zone: Zone) -> None:

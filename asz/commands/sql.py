@@ -49,6 +49,9 @@ def run(args: argparse.Namespace, config: Config) -> int:
     except OSError as err:  # a bucket that does not answer, a cache that cannot be written
         print(f"asz: {err.filename or source}: {err.strerror or err}", file=sys.stderr)
         return EXIT_FAILED
+    except ValueError as err:  # a file that is no table's, or another schema version's
+        print(f"asz: {source}: {err}", file=sys.stderr)
+        return EXIT_FAILED
     con = connect(directory)
     try:
         result = con.execute(args.query)

@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from asz.bodykeys import is_session_id
 from asz.store import BodyNotFound, CodecError, Session, SessionSummary, Store, UnknownSession
@@ -35,6 +35,9 @@ from asz.view.kept import session_report
 from asz.view.prices import PriceTable
 from asz.web.prompts import Prompt, session_prompts
 from asz.web.timeline import Timeline, timeline
+
+if TYPE_CHECKING:
+    from asz.analytics.tables import TableFacts
 
 LARGE_KEPT = 4
 """Sessions whose view, report and timeline are kept in memory: the ones looked at last."""
@@ -70,9 +73,17 @@ class _Opened:
 class Library:
     """The root, read for the pages (see the module)."""
 
-    def __init__(self, store: Store, prices: PriceTable) -> None:
+    def __init__(
+        self,
+        store: Store,
+        prices: PriceTable,
+        tables: Callable[[list[str]], TableFacts | None] | None = None,
+    ) -> None:
         self.store = store
         self.prices = prices
+        self.tables = tables
+        """The analytics tables' facts of the sessions asked for (``[analytics] url``): the
+        list takes a session's summary and totals from them while they hold for it."""
         self._lock = threading.Lock()
         self._small: dict[tuple[str, str], tuple[str, Any]] = {}
         self._large: OrderedDict[tuple[str, str], tuple[str, Any]] = OrderedDict()
@@ -111,15 +122,22 @@ class Library:
         return contextlib.nullcontext()
 
     def listed(self) -> list[Listed]:
-        """Every landed session, as the list shows it (in no particular order)."""
+        """Every landed session, as the list shows it (in no particular order): its summary
+        and totals from the analytics tables where they hold for it, else from the root."""
         found = []
-        for session_id in self.store.sessions():
+        ids = self.store.sessions()
+        facts = self.tables(ids) if self.tables is not None else None
+        for session_id in ids:
             session = self.store.session(session_id)
             mark = session.landed_mark()
+            summary = facts.summary(session) if facts is not None else None
+            report = facts.report(session_id) if facts is not None and summary else None
             found.append(
                 Listed(
-                    self.summary(session, mark),
-                    self._kept(
+                    summary or self.summary(session, mark),
+                    report["totals"]
+                    if report is not None
+                    else self._kept(
                         self._small, "totals", session, mark, partial(self._totals, session, mark)
                     ),
                     self._kept(
