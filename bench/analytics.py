@@ -140,8 +140,12 @@ def one_day(rng: np.random.Generator, day: date, developers: int, rate: float) -
     )
 
 
-def generate(out: Path, developers: int, days: int) -> tuple[int, int, float]:
-    """Writes the tables under ``out``; returns (calls, files, seconds)."""
+def generate(
+    out: Path, developers: int, days: int, one_file: bool = False
+) -> tuple[int, int, float]:
+    """Writes the tables under ``out``, a file per machine and day as asz writes them (with
+    ``one_file``, a file per day: the reader's local copy once made); returns (calls, files,
+    seconds)."""
     rng = np.random.default_rng(25)
     rate = CALLS_PER_YEAR / 365
     started = time.perf_counter()
@@ -157,7 +161,11 @@ def generate(out: Path, developers: int, days: int) -> tuple[int, int, float]:
         calls += table.num_rows
         developer = table.column("developer").to_numpy()
         starts = np.searchsorted(developer, np.arange(developers + 1))
-        for dev in range(developers):
+        if one_file:
+            starts, developers_here = np.array([0, table.num_rows]), 1
+        else:
+            developers_here = developers
+        for dev in range(developers_here):
             rows = table.slice(starts[dev], starts[dev + 1] - starts[dev])
             if rows.num_rows == 0:
                 continue
@@ -277,14 +285,21 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="work in this directory and keep it")
     parser.add_argument("--skip-generate", action="store_true", help="reuse --keep's tables")
     parser.add_argument("--skip-sessions", action="store_true")
+    parser.add_argument(
+        "--one-file-per-day",
+        action="store_true",
+        help="write each day as one file (the reader's local copy as asz sql makes it), not "
+        "one per machine: the query's figures without the first read's merge",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         workdir = args.keep or Path(scratch)
         workdir.mkdir(parents=True, exist_ok=True)
+        os.environ["XDG_CACHE_HOME"] = str(workdir / "cache")  # asz sql's local copy
         out = workdir / "tables"
         if not args.skip_generate:
             shutil.rmtree(out, ignore_errors=True)
-            calls, files, seconds = generate(out, args.developers, args.days)
+            calls, files, seconds = generate(out, args.developers, args.days, args.one_file_per_day)
             size = sum(path.stat().st_size for path in out.rglob("*.parquet"))
             print(
                 f"  {args.developers} developers x {args.days} days: {calls:,} calls in "

@@ -74,13 +74,13 @@ def parse_part(path: str) -> Part | None:
 
 def counted(parts: Iterable[Part]) -> list[Part]:
     """The parts a reader counts: those no other part of their machine and day covers."""
-    found = sorted(set(parts), key=lambda part: (part.path, part.first, -part.last))
-    by_place: dict[tuple[str, str, str], list[Part]] = {}
-    for part in found:
-        by_place.setdefault((part.table, part.day, part.machine), []).append(part)
-    return [
-        part
-        for same in by_place.values()
-        for part in same
-        if not any(other.covers(part) for other in same)
-    ]
+    by_place: dict[tuple[str, str, str], set[Part]] = {}
+    for part in parts:
+        by_place.setdefault((part.table, part.day, part.machine), set()).add(part)
+    found = []
+    for same in by_place.values():
+        if len(same) == 1:
+            found.extend(same)
+        else:
+            found.extend(part for part in same if not any(o.covers(part) for o in same))
+    return found

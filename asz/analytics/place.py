@@ -52,8 +52,10 @@ class DirectoryPlace:
         self.shown = str(path)
 
     def list(self) -> list[str]:
+        # Plain strings: a team's year is some 150,000 files, listed on every read.
+        base = len(str(self.path)) + 1
         return [
-            Path(parent, name).relative_to(self.path).as_posix()
+            f"{parent[base:]}/{name}" if len(parent) >= base else name
             for parent, _dirs, files in os.walk(self.path)
             for name in files
         ]
