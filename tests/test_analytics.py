@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from analytics_roots import FactsMachine, parts
+from serving import serving
 
 from asz.store.crashpoints import ANALYTICS_POINTS, ENV, EXIT_CODE
 from asz.synth import SynthOptions
@@ -57,13 +58,21 @@ def test_asz_cache_from_the_tables_gives_its_figures_from_the_landed_files(
     assert round(total["waste"], 2) == round(sum(s["waste_usd"] for s in sessions), 2)
     assert round(total["cost"], 2) == round(sum(s["cost_usd"] for s in sessions), 2)
 
-    # The tables are what was read: with every body unreadable and no report kept, the
-    # landed files could not give these figures.
-    for body in machine.root.rglob("provider_body-*.asz"):
-        body.chmod(0)
+    # The tables are what was read: with every body damaged and no report kept, the landed
+    # files could not give these figures.
+    damage_bodies(machine)
     for kept in (*machine.root.glob("*/cache.json"), *machine.root.glob("*/summary.json")):
         kept.unlink()
     assert machine.cache(config=config) == sessions
+
+
+def damage_bodies(machine: FactsMachine) -> None:
+    """Every landed body file overwritten with zeros (tests may run as root, which reads a
+    file whatever its mode)."""
+    for body in machine.root.rglob("provider_body-*.asz"):
+        body.write_bytes(bytes(body.stat().st_size))
+    done = machine.asz("cache", "--root", str(machine.root), "--config", str(machine.no_config()))
+    assert done.returncode != 0
 
 
 def test_the_files_are_typed_zstd_private_and_name_their_schema(machine: FactsMachine) -> None:
@@ -244,3 +253,26 @@ def test_sql_prints_a_table_json_or_csv_and_says_what_is_wrong(machine: FactsMac
         "sql", "SELECT count(*) AS n FROM calls", "--from", str(machine.base / "none"), "--json"
     )
     assert empty.returncode == 0 and empty.stdout.strip() == b'[{"n":0}]'
+
+
+def test_the_web_session_list_reads_the_tables_when_the_root_has_them(
+    machine: FactsMachine,
+) -> None:
+    machine.export()
+    home, cache = machine.base / "home", {"XDG_CACHE_HOME": str(machine.base / "cache")}
+    tables = machine.tables_config()
+
+    def session_list(config: Path) -> str:
+        with serving(machine.root, home, "--config", str(config), env=cache) as served:
+            page = served.get("/?sort=waste")
+        assert page.status == 200
+        return page.text
+
+    from_files = session_list(machine.no_config())
+    assert session_list(tables) == from_files
+    # With every body damaged and nothing derived kept, only the tables give the list.
+    damage_bodies(machine)
+    for kept in (*machine.root.glob("*/cache.json"), *machine.root.glob("*/summary.json")):
+        kept.unlink()
+    assert session_list(tables) == from_files
+    assert session_list(machine.no_config()) != from_files
