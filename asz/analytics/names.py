@@ -77,7 +77,7 @@ def counted(parts: Iterable[Part]) -> list[Part]:
     by_place: dict[tuple[str, str, str], set[Part]] = {}
     for part in parts:
         by_place.setdefault((part.table, part.day, part.machine), set()).add(part)
-    found = []
+    found: list[Part] = []
     for same in by_place.values():
         if len(same) == 1:
             found.extend(same)
