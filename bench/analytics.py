@@ -32,13 +32,19 @@ import time
 from datetime import date, timedelta
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from asz.analytics.files import parquet_bytes
 from asz.analytics.names import part_path
 from asz.analytics.schema import USD
+
+try:
+    import numpy as np  # the rows are built as columns: a test extra, not asz's
+except ImportError as err:
+    raise SystemExit(
+        f"bench/analytics.py needs the test extras ({err.name} is missing): pip install '.[test]'"
+    ) from None
 
 CALLS_PER_YEAR = 100_000
 """Calls a developer makes in a year (200 developers: 20 M)."""
