@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from asz.archive.backend import reading
 from asz.archive.location import is_archive
+from asz.store.crashpoints import crash_point
 
 if TYPE_CHECKING:
     from asz.archive.bucket import Bucket
@@ -34,6 +36,11 @@ class Place(Protocol):
 
     def create(self, path: str, data: bytes) -> None:
         """Writes a new file whole; never replaces one."""
+        ...
+
+    def create_all(self, files: Sequence[tuple[str, bytes]]) -> None:
+        """Writes new files (path, bytes), each whole, replacing none: a pass's files at
+        once, so that a directory makes them durable together."""
         ...
 
     def remove(self, path: str) -> None:
@@ -61,9 +68,20 @@ class DirectoryPlace:
         ]
 
     def create(self, path: str, data: bytes) -> None:
-        from asz.store.atomic import publish_new
+        self.create_all([(path, data)])
 
-        publish_new(self.path / path, data)
+    def create_all(self, files: Sequence[tuple[str, bytes]]) -> None:
+        from asz.store.atomic import publish_temps, remove_temp, write_temp
+
+        temps = []
+        try:
+            for path, data in files:
+                temps.append(write_temp(self.path / path, data, path))
+            # One flush for them all, then each published.
+            publish_temps(temps, published=lambda _: crash_point("analytics.written"))
+        finally:
+            for temp in temps:
+                remove_temp(temp)
 
     def remove(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -88,6 +106,11 @@ class BucketPlace:
 
         if reading(self._at(path), lambda: self.bucket.create(path, data)) is Created.OTHER:
             raise FileExistsError(f"{self._at(path)} holds other bytes")
+
+    def create_all(self, files: Sequence[tuple[str, bytes]]) -> None:
+        for path, data in files:
+            self.create(path, data)
+            crash_point("analytics.written")
 
     def remove(self, path: str) -> None:
         reading(self._at(path), lambda: self.bucket.delete(path))

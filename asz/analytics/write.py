@@ -123,12 +123,13 @@ class FactsExport:
         crash_point("analytics.opened")
         for session_id in sessions:
             self._session(session_id, state, this, tally)
-        for (table, day), rows in sorted(this.tables.items()):
-            self.place.create(
-                part_path(table, day, machine, this.number), parquet_bytes(table, rows)
-            )
-            tally.files_written += 1
-            crash_point("analytics.written")
+        files = [
+            (part_path(table, day, machine, this.number), parquet_bytes(table, rows))
+            for (table, day), rows in sorted(this.tables.items())
+        ]
+        if files:
+            self.place.create_all(files)
+            tally.files_written += len(files)
         state.sessions.update(this.written)
         state.open = None
         state.save()
