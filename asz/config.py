@@ -121,6 +121,30 @@ class OtlpConfig:
     metrics: bool = True
     """The service also sends its cache-cost counters over OTLP (``/v1/metrics``)."""
     metrics_interval: float = 60.0
+    content: bool = False
+    """Spans also carry what each call sent (system prompt, tools, messages), through the
+    ``[redact]`` policy; off by default (docs/otel.md)."""
+    content_limit: int = 256 * 1024
+    """Bytes of one content attribute at most (``asz.export.content``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RedactConfig:
+    """What is redacted where data leaves the machine: the archive, ``asz serve`` beyond
+    loopback, every export (``asz.redact``, docs/security.md). The local root stays exact.
+
+    The key is better given in ``ASZ_REDACT_KEY`` than here: it is a secret of the archive's.
+    """
+
+    enabled: bool = True
+    disable: tuple[str, ...] = ()
+    """Rules that do not run (``asz.redact.RULE_NAMES``)."""
+    withhold: tuple[str, ...] = ()
+    """Parts withheld whole: ``system``, ``tools``, ``instructions``, ``tool-results``."""
+    home_paths: bool = True
+    """Whether the user name in home paths is replaced (the ``user`` rule)."""
+    key: str = ""
+    """The markers' hash key; empty: ``ASZ_REDACT_KEY``, else one kept under the root."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +186,7 @@ class Config:
     service: ServiceConfig = ServiceConfig()
     archive: ArchiveConfig = ArchiveConfig()
     otlp: OtlpConfig = OtlpConfig()
+    redact: RedactConfig = RedactConfig()
     analytics: AnalyticsConfig = AnalyticsConfig()
     root_url: str = ""
     """The archive ``--root`` (or ``ASZ_ROOT``, or ``root``) named instead of a directory
@@ -174,7 +199,7 @@ class Config:
 
     @property
     def location(self) -> str:
-        """The root as ``asz.store.open_store`` takes it: the archive's URL, or the directory."""
+        """The root as ``asz.archive.open_root`` takes it: the archive's URL, or the directory."""
         return self.root_url or str(self.root)
 
     @property
@@ -324,7 +349,7 @@ def load_config(
 
 def _archive_url(url: str, where: str) -> str:
     """An archive's URL, checked: ``s3://bucket/prefix`` is the one form read."""
-    from asz.archive.location import ArchiveError, ArchiveUrl
+    from asz.locations import ArchiveError, ArchiveUrl
 
     try:
         return str(ArchiveUrl.parse(url))
@@ -451,6 +476,8 @@ def _check_budgets(config: Config, where: str) -> None:
     for key in ("backoff", "metrics_interval"):  # 0 would ask a failing endpoint in a loop
         if getattr(otlp, key) <= 0:
             raise ConfigError(f"{where}: otlp.{key} must be positive")
+    if otlp.content_limit < 1024:
+        raise ConfigError(f"{where}: otlp.content_limit must be at least 1024 bytes")
     service = config.service
     for key in (
         "batch_window",

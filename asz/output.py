@@ -2,7 +2,7 @@
 
 Stdout carries only what a command means to print, so ``--json`` output is JSON and nothing
 else; what the parts log on the way (a rebuilt ledger, say) goes to stderr, in words on a
-terminal and as JSON lines elsewhere (:mod:`asz.daemon.logs`). The service sends its log to
+terminal and as JSON lines elsewhere (:func:`asz.logs.log_to_stderr`). The service sends its log to
 stdout on purpose and sets that up itself.
 """
 
@@ -19,12 +19,3 @@ LOG_FORMATS = ("auto", "json", "console")
 def print_json(value: object) -> None:
     sys.stdout.buffer.write(orjson.dumps(value) + b"\n")
     sys.stdout.buffer.flush()
-
-
-def log_to_stderr(log_format: str = "auto") -> None:
-    """Sends what the parts log to stderr (structlog prints to stdout unless told), in
-    ``log_format`` (``auto``: console lines on a terminal, JSON lines elsewhere)."""
-    # Imported here: structlog's console renderer is slow to load, and `asz --help` loads this.
-    from asz.daemon.logs import configure_logging
-
-    configure_logging(sys.stderr, log_format)

@@ -18,8 +18,7 @@ from asz.adapters.provider_state import ProviderState
 from asz.adapters.session_filter import SessionJudge
 from asz.config import Config
 from asz.progress import Progress
-from asz.store.bodies import BodyLander
-from asz.store.root import Root
+from asz.store import BodyLander, Root
 from asz.tally import Tally
 from asz.words import count, listing, size
 

@@ -17,9 +17,9 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from asz.atomic import AlreadyExists, private_dir, publish_new
 from asz.progress import Progress
 from asz.store import TRANSCRIPT_KIND, DamagedTranscript, Session, TranscriptNotFound
-from asz.store.atomic import AlreadyExists, private_dir, publish_new
 
 
 @dataclass(slots=True)

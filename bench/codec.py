@@ -22,9 +22,8 @@ from pathlib import Path
 import orjson
 
 from asz.bodykeys import read_keys
-from asz.store import open_store
-from asz.store.bodies import BodyLander, IncomingBody
-from asz.store.codec import SessionBodies
+from asz.store import BodyLander, IncomingBody, open_store
+from asz.store._codec import SessionBodies
 from asz.synth import SynthOptions, synthesize
 
 BASELINE_LANDED = 0.216  # the better of the specification's two measured captures

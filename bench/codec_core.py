@@ -32,9 +32,9 @@ except ImportError as err:  # the tests' body generator sits beside their hypoth
     ) from None
 
 from asz.bodykeys import read_keys
-from asz.store.codec import SessionBodies
-from asz.store.manifest import Record
-from asz.store.scan import NotCuttable, scan_body
+from asz.store._codec import SessionBodies
+from asz.store._manifest import Record
+from asz.store._scan import NotCuttable, scan_body
 
 Body = tuple[str, str, bytes]  # record id, role, bytes
 

@@ -39,8 +39,8 @@ from asz.adapters.provider_source import list_sources
 from asz.adapters.session_filter import SessionJudge
 from asz.config import Config
 from asz.store import open_store
-from asz.store.bodies import BodyLander
-from asz.store.root import Root, collector_lock
+from asz.store._bodies import BodyLander
+from asz.store._root import Root, collector_lock
 from asz.synth import SynthOptions, synthesize
 from asz.tally import Tally
 

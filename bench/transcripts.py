@@ -26,8 +26,7 @@ from pathlib import Path
 
 from asz.adapters.claude_code_local import collect_transcripts
 from asz.config import AdapterConfig, Adapters, Config, SessionFilter
-from asz.store import Store, open_store
-from asz.store.root import Root, collector_lock
+from asz.store import Root, Store, collector_lock, open_store
 from asz.tally import Tally
 
 UUID = rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"

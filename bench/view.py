@@ -33,7 +33,7 @@ from pathlib import Path
 from asz.commands.collect import collect_once
 from asz.config import Config
 from asz.store import BODY_KIND, open_store
-from asz.store.layout import MANIFESTS_FILE, REPORT_FILE
+from asz.store._layout import MANIFESTS_FILE, REPORT_FILE
 from asz.synth import SynthOptions, synthesize
 
 BASELINES = {1000: (1.5, 255.0), 3000: (8.2, 725.0)}

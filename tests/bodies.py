@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 from hypothesis import strategies as st
 
-from asz.store.scan import MIN_PIECE, Layout
+from asz.store._scan import MIN_PIECE, Layout
 
 SESSION = "0b7e4c1a-5d2f-4e8b-9c3a-7f6e5d4c3b2a"
 MODEL = "claude-opus-4-6"

@@ -35,11 +35,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from asz.adapters.provider_ledger import Ledger, State, ledger_path, open_ledger
 from asz.adapters.transcript_cursors import cursor_path, load_cursor
+from asz.crashpoints import ENV as CRASH_ENV
+from asz.crashpoints import EXIT_CODE as CRASH_EXIT
+from asz.crashpoints import POINTS
 from asz.store import BODY_KIND, Session, Store, open_store
-from asz.store.crashpoints import ENV as CRASH_ENV
-from asz.store.crashpoints import EXIT_CODE as CRASH_EXIT
-from asz.store.crashpoints import POINTS
-from asz.store.root import Root
+from asz.store._root import Root
 from asz.synth import SynthOptions, synthesize
 
 BODIES = "asz/provider-bodies"

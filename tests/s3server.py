@@ -347,10 +347,17 @@ def proxied(server: S3Server, fault: Fault | None = None) -> Iterator[FaultProxy
         proxy.close()
 
 
-def archive_config(path: Path, endpoint: str, prefix: str = "team", **extra: object) -> Path:
-    """A config file naming the archive at ``endpoint`` (fast retries unless ``extra`` says)."""
+def archive_config(
+    path: Path, endpoint: str, prefix: str = "team", *, redact: bool = False, **extra: object
+) -> Path:
+    """A config file naming the archive at ``endpoint`` (fast retries unless ``extra`` says).
+
+    The tests of the push itself compare what went with the landed files byte for byte, so
+    they push raw (``[redact] enabled = false``); ``redact`` leaves the default policy on."""
     settings = {"attempts": 4, "backoff": 0.01, "backoff_cap": 0.05, **extra}
     lines = ["[archive]", f'url = "s3://{BUCKET}/{prefix}"', f'endpoint = "{endpoint}"']
     lines += [f"{key} = {value!r}" for key, value in settings.items()]
+    if not redact:
+        lines += ["[redact]", "enabled = false"]
     path.write_text("\n".join(lines) + "\n")
     return path

@@ -18,7 +18,7 @@ import pytest
 from analytics_roots import FactsMachine, parts
 from serving import serving
 
-from asz.store.crashpoints import ANALYTICS_POINTS, ENV, EXIT_CODE
+from asz.crashpoints import ANALYTICS_POINTS, ENV, EXIT_CODE
 from asz.synth import SynthOptions
 
 LISTINGS = ((), ("--by", "cause"), ("--by", "project"), ("--by", "day"))

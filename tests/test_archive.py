@@ -18,7 +18,8 @@ from s3server import BUCKET, S3Server, another_server, proxied
 from serving import serving
 from test_store_api import run_example
 
-from asz.store import open_store
+from asz.archive import open_root
+from asz.store import StoreError, open_store
 from asz.synth import SynthOptions
 
 
@@ -257,14 +258,18 @@ def test_the_api_example_reads_the_bucket_as_it_reads_the_root(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """``open_store("s3://...")`` from the environment alone, as a script of docs/api.md."""
+    """``open_root("s3://...")`` from the environment alone, as docs/api.md says, and
+    ``open_store`` refuses the URL, since the store reaches no bucket itself."""
     machine, _ = landed
     assert machine.push(machine.configure(s3.endpoint, prefix)).returncode == 0
     local = run_example(tmp_path, machine.root)
     monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    remote = run_example(tmp_path, f"s3://{BUCKET}/{prefix}")  # type: ignore[arg-type]
+    remote = run_example(tmp_path, f"s3://{BUCKET}/{prefix}", archive=True)
     assert remote == local and len(local) == 2
+    assert run_example(tmp_path, machine.root, archive=True) == local
+    with pytest.raises(StoreError, match="open_root"):
+        open_store(f"s3://{BUCKET}/{prefix}")
 
 
 def test_a_range_of_an_object_is_a_ranged_read(
@@ -279,7 +284,7 @@ def test_a_range_of_an_object_is_a_ranged_read(
     with proxied(s3) as proxy:
         assert machine.push(machine.configure(proxy.endpoint, prefix)).returncode == 0
         monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.endpoint)
-        store = open_store(f"s3://{BUCKET}/{prefix}")
+        store = open_root(f"s3://{BUCKET}/{prefix}")
         session = store.session(store.sessions()[0])
         name = session.landed()[0]
         whole = machine.store().backend.read(name.path, 1 << 30)

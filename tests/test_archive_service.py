@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 from archive_roots import bucket_prefix, landed_keys
 from harness import Capture, Workspace, http_get, metrics, running, service_port, wait_for
 from s3server import CREDENTIALS, S3Server, archive_config, proxied
@@ -116,3 +117,33 @@ def test_the_metrics_move_while_a_long_push_goes(s3: S3Server, tmp_path: Path) -
 
             wait_for(midway, what="objects counted while files still wait")
             wait_for(lambda: midway() and seen[-1][1] < seen[-2][1], what="the waiting to fall")
+
+
+@pytest.mark.slow
+def test_the_service_pushes_redacted_and_counts_redactions_by_rule(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    from asz.redact import RULE_NAMES
+
+    prefix = bucket_prefix(tmp_path)
+    ws = _workspace(tmp_path, s3.endpoint, prefix, redact=True)
+    log = tmp_path / "service.log"
+    env = {**_env(tmp_path), "ASZ_REDACT_KEY": "a team's redaction key, long enough"}
+    with running(ws.start_service(log, env)):
+        port = service_port(log)
+
+        def all_pushed() -> bool:
+            seen = metrics(port)
+            return (
+                seen.get("asz_archive_pushed_files_total", 0) > 0
+                and seen.get("asz_archive_waiting_files", 1) == 0
+            )
+
+        wait_for(all_pushed, what="the landed files to be pushed")
+        seen = metrics(port)
+    counted = {key: n for key, n in seen.items() if key.startswith("asz_redactions_total{")}
+    assert {key.split("=", 1)[1].rstrip("}") for key in counted} == set(RULE_NAMES)
+    assert sum(counted.values()) > 0 and seen["asz_redaction_failures_total"] == 0
+    held = {k: v for k, v in s3.objects(prefix + "/").items() if "/_archive/" not in k}
+    want = landed_keys(open_store(ws.root), prefix)
+    assert held.keys() == want.keys() and held != want  # each file, redacted

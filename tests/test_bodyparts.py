@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 from test_view import land_synth
 
 from asz.bodykeys import read_keys
-from asz.store import BODY_KIND, bodyparts
-from asz.store.bodyparts import KEPT_REQUESTS
-from asz.store.codec import SessionBodies
-from asz.store.held import HeldBodies
+from asz.store import BODY_KIND
+from asz.store import _bodyparts as bodyparts
+from asz.store._bodyparts import KEPT_REQUESTS
+from asz.store._codec import SessionBodies
+from asz.store._held import HeldBodies
 from asz.synth import SynthOptions
 
 words = st.text(alphabet=st.sampled_from('ab "\\\n{}é'), max_size=40)

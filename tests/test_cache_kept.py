@@ -11,7 +11,7 @@ from test_manifest_index import counting
 from test_view import land_synth
 
 from asz.store import BODY_KIND, LocalBackend, Store
-from asz.store.layout import REPORT_FILE
+from asz.store._layout import REPORT_FILE
 from asz.synth import SynthOptions
 from asz.view.cache import cache_report
 from asz.view.keeper import BUILD_SHARE, ReportKeeper

@@ -189,6 +189,7 @@ def test_sources_names_only_real_session_ids(run_asz, tmp_path: Path) -> None:
         ["verify"],
         ["serve", "--listen", "127.0.0.1:0"],
         ["push"],
+        ["redact", "--dry-run"],
         ["demo"],
         ["service", "install", "--dry-run"],
         ["service", "install", "--dry-run", "--web"],

@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from asz.bodykeys import BodyKeys, read_keys
-from asz.store.codec import (
+from asz.store._codec import (
     MAX_DEPTH,
     MAX_TIPS,
     MIN_COPY,

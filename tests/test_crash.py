@@ -26,9 +26,9 @@ from harness import (
     settle,
 )
 
+from asz.crashpoints import ENV, EXIT_CODE, POINTS
 from asz.store import BODY_KIND, open_store
-from asz.store.crashpoints import ENV, EXIT_CODE, POINTS
-from asz.store.layout import landed_name
+from asz.store._layout import landed_name
 
 
 @pytest.fixture

@@ -20,9 +20,9 @@ from archive_roots import Machine
 from conftest import REPO, RunAsz
 from s3server import BUCKET, S3Server, proxied
 
+from asz.atomic import LocalTemp
 from asz.store import BODY_KIND, TRANSCRIPT_KIND, LocalBackend, open_store
-from asz.store.atomic import LocalTemp
-from asz.store.layout import MANIFESTS_FILE, stream_dir
+from asz.store._layout import MANIFESTS_FILE, stream_dir
 from asz.synth import SynthOptions, synthesize
 
 DOC = REPO / "docs" / "reliability.md"
@@ -212,7 +212,7 @@ def test_a_damaged_manifest_index_is_never_believed_and_verify_names_it(
 def test_verify_names_a_derived_file_whole_but_not_what_the_landed_files_give(
     tmp_path: Path, run_asz: RunAsz, capture: Path
 ) -> None:
-    from asz.store.summary import SUMMARY
+    from asz.store._summary import SUMMARY
 
     root, _config, session = land(tmp_path, run_asz, capture)
     landed = open_store(root).session(session)

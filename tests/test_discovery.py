@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asz.adapters.discovery import discover, first_session, peek_cwds
-from asz.store.layout import stream_key
+from asz.store._layout import stream_key
 
 SESSION = "11111111-2222-4333-8444-555555555555"
 OTHER = "99999999-8888-4777-8666-555555555555"

@@ -44,9 +44,9 @@ from asz.adapters.provider_index import STATE_PATH
 from asz.adapters.provider_ledger import ledger_path
 from asz.adapters.transcript_cursors import cursor_path
 from asz.store import BODY_KIND, TRANSCRIPT_KIND, Store, open_store
-from asz.store.layout import seq_file
-from asz.store.root import Root
-from asz.store.session_facts import facts_path
+from asz.store._layout import seq_file
+from asz.store._root import Root
+from asz.store._session_facts import facts_path
 
 
 @pytest.fixture

@@ -13,8 +13,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asz.store import BODY_KIND, open_store
-from asz.store.atomic import (
+from asz.atomic import (
     SYNCFS_MIN_PATHS,
     AlreadyExists,
     DirSyncs,
@@ -23,9 +22,10 @@ from asz.store.atomic import (
     remove_stale_temps,
     replace_derived,
 )
-from asz.store.backend import LocalBackend
-from asz.store.framing import MAX_CONTENT_BYTES, LandedFileError, decode_file, encode_file
-from asz.store.writer import Batch
+from asz.store import BODY_KIND, open_store
+from asz.store._backend import LocalBackend
+from asz.store._framing import MAX_CONTENT_BYTES, LandedFileError, decode_file, encode_file
+from asz.store._writer import Batch
 
 HEADER = {"kind": "provider_body", "session": "11111111-2222-4333-8444-555555555555", "seq": 1}
 

@@ -38,10 +38,10 @@ from asz.bodykeys import read_keys
 from asz.config import ConfigError, load_config
 from asz.restore import RestoreRefused, restore_session
 from asz.store import BodyNotFound, CodecError, open_store
-from asz.store.bodies import BodyLander, IncomingBody, load_session_bodies
-from asz.store.framing import decode_file, encode_file
-from asz.store.root import Root
-from asz.store.session_facts import open_facts
+from asz.store._bodies import BodyLander, IncomingBody, load_session_bodies
+from asz.store._framing import decode_file, encode_file
+from asz.store._root import Root
+from asz.store._session_facts import open_facts
 
 SESSION = "0b7e4c1a-5d2f-4e8b-9c3a-7f6e5d4c3b2a"
 SECONDS = 20

@@ -22,9 +22,9 @@ from asz.adapters.session_filter import Verdict
 from asz.adapters.transcript_landing import TranscriptLander, TranscriptSource
 from asz.bodykeys import BodyKeys, read_keys
 from asz.store import MAIN_STREAM, BodyManifest, Store, TranscriptLine, open_store
-from asz.store.bodies import BodyLander, IncomingBody
-from asz.store.layout import stream_dir
-from asz.store.root import Root
+from asz.store._bodies import BodyLander, IncomingBody
+from asz.store._layout import stream_dir
+from asz.store._root import Root
 from asz.tally import Tally
 from asz.view.calls import read_transcript
 from asz.view.joins import (

@@ -27,10 +27,10 @@ from asz.adapters.landing_workers import SHARE_BYTES, WORKER_MIN_BYTES, worker_c
 from asz.adapters.source_files import FileStat
 from asz.adapters.transcript_landing import TranscriptSource
 from asz.config import AdapterConfig, Adapters, Config, SessionFilter
+from asz.crashpoints import ENV as CRASH_ENV
 from asz.store import Store, open_store
-from asz.store.crashpoints import ENV as CRASH_ENV
-from asz.store.layout import seq_file, transcripts_dir
-from asz.store.root import Root, collector_lock
+from asz.store._layout import seq_file, transcripts_dir
+from asz.store._root import Root, collector_lock
 from asz.tally import Tally
 
 PROJECT = "-work-project"

@@ -26,8 +26,8 @@ from asz.adapters.provider_ledger import load_ledger as load_store_ledger
 from asz.adapters.provider_ledger import rebuild_ledger as rebuild_store_ledger
 from asz.bodykeys import KEY_NAMES, BodyKeys, read_keys
 from asz.store import BODY_KIND, open_store
-from asz.store.bodies import BodyLander, IncomingBody
-from asz.store.root import Root
+from asz.store._bodies import BodyLander, IncomingBody
+from asz.store._root import Root
 
 A = "11111111-2222-4333-8444-555555555555"
 B = "66666666-7777-4888-8999-aaaaaaaaaaaa"

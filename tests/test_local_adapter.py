@@ -19,13 +19,13 @@ from hypothesis import strategies as st
 from asz.adapters.claude_code_local import collect_transcripts
 from asz.adapters.source_files import FileStat
 from asz.adapters.transcript_cursors import SOURCE_GONE, Cursor, cursor_path, load_cursor
+from asz.atomic import replace_derived
 from asz.config import AdapterConfig, Adapters, Config, SessionFilter
 from asz.store import CallFact, LandedName, LandedWindow, Session, Store, open_store
-from asz.store.atomic import replace_derived
-from asz.store.layout import stream_dir as stream_dir_of
-from asz.store.layout import transcripts_dir
-from asz.store.root import Root, collector_lock
-from asz.store.session_facts import FactsBuilder, facts_path
+from asz.store._layout import stream_dir as stream_dir_of
+from asz.store._layout import transcripts_dir
+from asz.store._root import Root, collector_lock
+from asz.store._session_facts import FactsBuilder, facts_path
 from asz.tally import Tally
 
 SESSION = "11111111-2222-4333-8444-555555555555"

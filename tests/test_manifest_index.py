@@ -16,10 +16,10 @@ from test_view import land_synth
 
 from asz.bodykeys import BodyKeys
 from asz.store import BODY_KIND, LocalBackend, Session, Store, open_store
-from asz.store.bodies import BodyLander, IncomingBody
-from asz.store.layout import MANIFESTS_FILE
-from asz.store.manifest_index import MANIFESTS, decode_index
-from asz.store.root import Root
+from asz.store._bodies import BodyLander, IncomingBody
+from asz.store._layout import MANIFESTS_FILE
+from asz.store._manifest_index import MANIFESTS, decode_index
+from asz.store._root import Root
 from asz.synth import SynthOptions
 from asz.web.readonly import ReadOnlyBackend
 

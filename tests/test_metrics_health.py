@@ -22,8 +22,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_service import FAST, A, run_asz, running_service
 
 from asz import __version__
+from asz.archive.push import PushTally
 from asz.daemon.http import HealthState, ListenError, StatusServer, parse_listen
 from asz.daemon.metrics import ERROR_KINDS, ServiceMetrics
+from asz.redact import RULE_NAMES
 from asz.tally import Tally
 
 
@@ -94,7 +96,30 @@ def test_no_label_ever_names_a_session_or_a_path(passes: list[Tally]) -> None:
     for counts in passes:
         metrics.record_pass(counts, finished_at=1.0)
     for _name, labels in samples(metrics):
-        assert {key for key, _ in labels} <= {"kind", "version", "le"}
+        assert {key for key, _ in labels} <= {"kind", "version", "le", "rule"}
+
+
+@given(
+    st.dictionaries(
+        st.one_of(st.sampled_from(RULE_NAMES), st.text(max_size=40)), st.integers(0, 10**6)
+    ),
+    st.lists(st.text(max_size=40), max_size=3),
+)
+def test_redactions_are_counted_by_rule_name_and_nothing_else_becomes_a_label(
+    redactions: dict[str, int], failed: list[str]
+) -> None:
+    """Whatever a push's tally names (a redactor's rule, or anything else: a value would be
+    the worst), the series are the known rules', created at start."""
+    metrics = ServiceMetrics(__version__)
+    tally = PushTally("s3://bucket/team", redactions=redactions, redaction_failed=failed)
+    metrics.archive.record(tally, finished_at=1.0)
+    found = samples(metrics)
+    rules = {dict(labels)["rule"] for name, labels in found if name == "asz_redactions_total"}
+    assert rules == set(RULE_NAMES)
+    for rule in RULE_NAMES:
+        want = redactions.get(rule, 0)
+        assert found[("asz_redactions_total", (("rule", rule),))] == want
+    assert found[("asz_redaction_failures_total", ())] == len(failed)
 
 
 # -- the endpoint ----------------------------------------------------------------------------

@@ -32,8 +32,8 @@ from asz.adapters.session_filter import SessionJudge
 from asz.bodykeys import BodyKeys, read_keys
 from asz.config import AdapterConfig, Adapters, Config, SessionFilter
 from asz.store import BODY_KIND, INDEX_KIND, LandedRecord, Store, open_store
-from asz.store.bodies import BodyLander, IncomingBody
-from asz.store.root import Root, collector_lock
+from asz.store._bodies import BodyLander, IncomingBody
+from asz.store._root import Root, collector_lock
 from asz.synth import SynthOptions, synthesize
 from asz.tally import Tally
 

@@ -11,13 +11,13 @@ import pytest
 from conftest import RunAsz
 
 from asz.adapters.claude_code_local import collect_transcripts
+from asz.atomic import publish_new
 from asz.config import AdapterConfig, Adapters, Config, SessionFilter
 from asz.restore import RestoreRefused, restore_session, safe_relpath
 from asz.store import TRANSCRIPT_KIND, Session, Store, open_store
-from asz.store.atomic import publish_new
-from asz.store.framing import encode_file
-from asz.store.layout import landed_name, stream_dir
-from asz.store.root import Root, collector_lock
+from asz.store._framing import encode_file
+from asz.store._layout import landed_name, stream_dir
+from asz.store._root import Root, collector_lock
 
 SESSION = "11111111-2222-4333-8444-555555555555"
 PROJECT = "-work-project"

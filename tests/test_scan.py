@@ -11,7 +11,7 @@ from bodies import SPACING, TOOLS, TOP, Chain, JsonWriter, Obj, interleaved
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asz.store.scan import (
+from asz.store._scan import (
     MIN_PIECE,
     Layout,
     NotCuttable,

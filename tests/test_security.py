@@ -37,7 +37,7 @@ from harness import (
 
 from asz.config import DEFAULT_LISTEN, load_config
 from asz.store import BodyNotFound, CodecError, open_store
-from asz.store.framing import ZSTD_MAGIC
+from asz.store._framing import ZSTD_MAGIC
 
 MARKER = b"Zq7xSECRETxY"
 """Written into every body and every transcript line; must never leave the landed files."""

@@ -631,7 +631,8 @@ def test_a_second_signal_abandons_the_pass_and_leaves_no_partial_landed_file(
         claude.body(f"r{number:05d}.request.json", request_body(A, f"{number}"))
     with running_service(tmp_path, claude.path, root, *FAST, "--rescan-interval", "600") as svc:
         svc.wait_for_log("lock_held")
-        time.sleep(0.3)  # into the first pass, which lands the whole backlog
+        # Into the first pass, which lands the whole backlog: its first body file is there.
+        wait_until(lambda: any(root.glob("*/provider_body/*.asz")), "the first body landed")
         svc.process.send_signal(signal.SIGTERM)
         svc.wait_for_log("stopping")
         svc.process.send_signal(signal.SIGTERM)

@@ -14,7 +14,7 @@ from asz.adapters.discovery import discover
 from asz.adapters.session_filter import Matcher, Pattern, SessionJudge, Verdict, encode_cwd
 from asz.config import DEFAULT_EXCLUDE, AdapterConfig, Adapters, Config, SessionFilter
 from asz.store import Store, open_store
-from asz.store.root import Root, collector_lock
+from asz.store._root import Root, collector_lock
 
 SESSION = "11111111-2222-4333-8444-555555555555"
 OTHER = "99999999-8888-4777-8666-555555555555"

@@ -30,8 +30,8 @@ from hypothesis import strategies as st
 
 from asz.commands.args import parse_since
 from asz.store import LandedWindow
-from asz.store.resolve import sessions_starting, unique_prefixes
-from asz.store.session_facts import FactsBuilder
+from asz.store._resolve import sessions_starting, unique_prefixes
+from asz.store._session_facts import FactsBuilder
 from asz.synth import SynthOptions, synthesize
 
 CANONICAL_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asz.bodykeys import read_keys
-from asz.store.codec import SessionBodies
-from asz.store.held import HeldBodies
+from asz.store._codec import SessionBodies
+from asz.store._held import HeldBodies
 from asz.view.shapes import ShapeReader, shape_of
 
 texts = st.text(alphabet=st.sampled_from('ab "\\\n\té\u2028{}[],:'), max_size=12)

@@ -20,24 +20,29 @@ import pytest
 from conftest import FIXTURE_ROOT, FIXTURE_SESSION, REPO
 
 from asz.store import AmbiguousId, CodecError, NotASession, UnknownSession, open_store
-from asz.store.framing import decode_file, frame
-from asz.store.session_facts import FACTS
+from asz.store._framing import decode_file, frame
+from asz.store._session_facts import FACTS
 from asz.synth import SynthOptions, synthesize
 
 EXAMPLE = re.compile(r"```python\n(.*?)```", re.DOTALL)
 
 
-def api_example(tmp_path: Path) -> Path:
-    """The example of ``docs/api.md``, written out as a script."""
+def api_example(tmp_path: Path, *, archive: bool = False) -> Path:
+    """The example of ``docs/api.md``, written out as a script; with ``archive``, opening its
+    root with ``asz.archive.open_root`` as the page says, so that it reads a bucket too."""
     code = EXAMPLE.search((REPO / "docs" / "api.md").read_text()).group(1)
+    if archive:
+        code = code.replace("from asz.store import open_store", "from asz.archive import open_root")
+        code = code.replace("store = open_store(sys.argv[1])", "store = open_root(sys.argv[1])")
+        assert "open_store" not in code
     script = tmp_path / "read_root.py"
     script.write_text(code)
     return script
 
 
-def run_example(tmp_path: Path, root: Path) -> dict[str, Any]:
+def run_example(tmp_path: Path, root: Path | str, *, archive: bool = False) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, str(api_example(tmp_path)), str(root)],
+        [sys.executable, str(api_example(tmp_path, archive=archive)), str(root)],
         capture_output=True,
         check=False,
         timeout=300,
@@ -248,3 +253,12 @@ def test_a_record_whose_bytes_were_changed_is_named_and_the_rest_still_read(
     assert first.file in str(refused.value) and "digest" in str(refused.value)
     responses = [key for key, body in reread.manifests().items() if body.role == "response"]
     assert all(reread.body(key) for key in responses)
+
+
+def test_every_public_name_of_the_store_is_on_the_api_page() -> None:
+    """``asz.store.__all__`` is the store's surface: each name is explained in docs/api.md."""
+    import asz.store
+
+    page = (REPO / "docs" / "api.md").read_text()
+    missing = [name for name in asz.store.__all__ if f"`{name}" not in page]
+    assert missing == []

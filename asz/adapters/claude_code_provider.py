@@ -48,14 +48,11 @@ from asz.adapters.provider_source import (
 from asz.adapters.provider_state import QUIET_NS, ProviderState, look_again, marks_of
 from asz.adapters.session_filter import SessionJudge, Verdict
 from asz.adapters.source_files import NotReadable
+from asz.atomic import DirSyncs
 from asz.bodykeys import is_session_id, keys_of, read_keys
 from asz.config import Config
-from asz.store import BODY_KIND
-from asz.store.atomic import DirSyncs
-from asz.store.bodies import BodyLander
-from asz.store.crashpoints import crash_point
-from asz.store.layout import facts_path
-from asz.store.root import Root
+from asz.crashpoints import crash_point
+from asz.store import BODY_KIND, BodyLander, Root, facts_path
 from asz.tally import Tally
 
 KEEP_BYTES = 64 * 1024 * 1024

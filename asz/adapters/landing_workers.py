@@ -36,10 +36,10 @@ import structlog
 
 from asz.adapters.discovery import DiscoveredSession
 from asz.adapters.local_landing import land_sessions
+from asz.atomic import remove_stale_temps
 from asz.config import Config
 from asz.progress import Progress, Silent
 from asz.store import Store
-from asz.store.atomic import remove_stale_temps
 from asz.tally import Tally
 
 WORKER_MIN_BYTES = 64 * 1024 * 1024

@@ -15,11 +15,10 @@ from functools import partial
 
 from asz.adapters.discovery import DiscoveredSession
 from asz.adapters.transcript_landing import TranscriptLander
+from asz.atomic import DirSyncs
 from asz.config import Config
 from asz.progress import Progress
-from asz.store import Batch, LandedWindow, Store
-from asz.store.atomic import DirSyncs
-from asz.store.session_facts import FactsBuilder, open_facts, save_facts
+from asz.store import Batch, FactsBuilder, LandedWindow, Store, open_facts, save_facts
 from asz.tally import Tally
 
 BATCH_FILES = 64

@@ -22,7 +22,7 @@ from asz.adapters.provider_source import (
 from asz.adapters.source_files import NotReadable
 from asz.bodykeys import read_keys
 from asz.config import Config
-from asz.store.root import Root
+from asz.store import Root
 
 
 def describe_sources(config: Config) -> dict[str, Any]:

@@ -34,9 +34,8 @@ from asz.adapters.provider_source import parse_body_name
 from asz.adapters.session_filter import Verdict
 from asz.adapters.source_files import NotReadable, open_regular
 from asz.bodykeys import is_session_id
-from asz.store import INDEX_KIND, LandedFileError, Store
-from asz.store.crashpoints import crash_point
-from asz.store.layout import STATE_DIR, index_dir
+from asz.crashpoints import crash_point
+from asz.store import INDEX_KIND, STATE_DIR, LandedFileError, Store, index_dir
 from asz.tally import Tally
 
 INDEX_NAME = "index.jsonl"

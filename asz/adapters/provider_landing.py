@@ -19,9 +19,8 @@ from pathlib import Path
 from asz.adapters.provider_ledger import Ledger, LedgerEntry, State
 from asz.adapters.provider_source import TooLarge, read_body
 from asz.adapters.source_files import NotReadable
-from asz.store import CodecError, LandedFileError
-from asz.store.atomic import DirSyncs
-from asz.store.bodies import BodyLander, IncomingBody
+from asz.atomic import DirSyncs
+from asz.store import BodyLander, CodecError, IncomingBody, LandedFileError
 from asz.tally import Tally
 
 LAND_BYTES = 64 * 1024 * 1024

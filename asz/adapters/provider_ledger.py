@@ -29,10 +29,9 @@ from pathlib import Path
 
 import structlog
 
+from asz.atomic import FILE_MODE, TEMP_PREFIX, fsync_dir, private_dir
 from asz.bodykeys import BodyKeys
-from asz.store import Store
-from asz.store.atomic import FILE_MODE, TEMP_PREFIX, fsync_dir, private_dir
-from asz.store.root import Root
+from asz.store import Root, Store
 
 LEDGER_NAME = "provider-ledger.sqlite"
 FORMAT = "asz.provider-ledger/1"

@@ -25,7 +25,7 @@ from typing import NamedTuple
 import orjson
 
 from asz.adapters.source_files import NotReadable, open_regular
-from asz.store.manifest import MAX_BODY
+from asz.store import MAX_BODY
 
 BODY_NAME = re.compile(r"^([A-Za-z0-9_-]+)\.(request|response)\.json$")
 _match_body_name = BODY_NAME.match

@@ -16,9 +16,7 @@ from pathlib import Path
 from asz.adapters.provider_ledger import Ledger, ledger_path, load_ledger
 from asz.adapters.provider_source import Listing, SourceFile, distinct_dirs, parse_body_name
 from asz.bodykeys import is_session_id
-from asz.store import BODY_KIND
-from asz.store.bodies import BodyLander
-from asz.store.root import Root
+from asz.store import BODY_KIND, BodyLander, Root
 
 QUIET_NS = 1_000_000_000
 """How long a bodies directory must have gone unchanged before a listing of it is trusted to

@@ -24,9 +24,16 @@ from dataclasses import dataclass, fields
 import orjson
 
 from asz.adapters.source_files import FileStat
-from asz.store import LandedFileError, LandedName, Problem, Session
-from asz.store.layout import CURSOR_FILE, TRANSCRIPT_KIND, landed_name
-from asz.store.streams import APPEND
+from asz.store import (
+    APPEND,
+    CURSOR_FILE,
+    TRANSCRIPT_KIND,
+    LandedFileError,
+    LandedName,
+    Problem,
+    Session,
+    landed_name,
+)
 
 ACTIVE = "active"
 SOURCE_GONE = "source_gone"

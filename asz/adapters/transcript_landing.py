@@ -33,11 +33,19 @@ from asz.adapters.transcript_cursors import (
     save_cursor,
     still_landed,
 )
-from asz.store import TRANSCRIPT_KIND, LandedFileError, LandedWindow, Session, SessionWriter
-from asz.store.crashpoints import crash_point
-from asz.store.framing import MAX_CONTENT_BYTES
-from asz.store.layout import stream_dir, stream_key
-from asz.store.streams import APPEND, SNAPSHOT
+from asz.crashpoints import crash_point
+from asz.store import (
+    APPEND,
+    MAX_CONTENT_BYTES,
+    SNAPSHOT,
+    TRANSCRIPT_KIND,
+    LandedFileError,
+    LandedWindow,
+    Session,
+    SessionWriter,
+    stream_dir,
+    stream_key,
+)
 from asz.tally import Tally
 
 MAX_WINDOWS_PER_PASS = 64

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from asz.archive.backend import reading
-from asz.archive.location import is_archive
-from asz.store.crashpoints import crash_point
+from asz.crashpoints import crash_point
+from asz.locations import is_archive
 
 if TYPE_CHECKING:
     from asz.archive.bucket import Bucket
@@ -71,7 +71,7 @@ class DirectoryPlace:
         self.create_all([(path, data)])
 
     def create_all(self, files: Sequence[tuple[str, bytes]]) -> None:
-        from asz.store.atomic import publish_temps, remove_temp, write_temp
+        from asz.atomic import publish_temps, remove_temp, write_temp
 
         temps = []
         try:

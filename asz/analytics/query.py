@@ -56,7 +56,7 @@ def local_tables(location: str, settings: ArchiveConfig) -> Path:
 def _merge(place: Place, directory: Path) -> None:
     """Makes ``directory`` hold, per table and day, the rows of the files ``place`` counts."""
     from asz.analytics.files import parquet_bytes, read_parquet
-    from asz.store.atomic import private_dir, replace_derived
+    from asz.atomic import private_dir, replace_derived
 
     private_dir(directory)
     days: dict[str, list[str]] = {}

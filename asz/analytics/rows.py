@@ -15,13 +15,12 @@ landed nothing for ``quiet_seconds``. Rows are keyed by their message id (a side
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from asz.analytics.redaction import table_detail
 from asz.store import SessionSummary
 from asz.view.prices import DIGITS
 from asz.view.spend import NO_REQUEST
@@ -65,8 +64,11 @@ def session_rows(
     landed_files: int,
     priced_by: str,
     updated: datetime,
+    redact: Callable[[str], str],
 ) -> SessionRows:
-    """Every row of one session, from its summary, view document and cache report."""
+    """Every row of one session, from its summary, view document and cache report; each
+    break's detail (what changed between two requests, which may quote them) through
+    ``redact``, the ``[redact]`` policy's ``Redactor.text``, as every export's."""
     who = {"session": summary.id, "project": summary.project, "machine": machine}
     calls = {call["message_id"]: call for call in view["calls"]}
     call_of_body = {body["id"]: call for call in view["calls"] for body in call["provider_bodies"]}
@@ -93,7 +95,7 @@ def session_rows(
             "request_body": bodies.get("request"),
             "response_body": bodies.get("response"),
             **{name: row[name] for name in _COPIED},
-            "detail": table_detail(row["detail"]),
+            "detail": None if row["detail"] is None else redact(row["detail"]),
             "cost_usd": usd(row["cost_usd"]),
             "waste_usd": usd(row["waste_usd"]),
         }

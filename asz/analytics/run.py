@@ -9,9 +9,8 @@ from pathlib import Path
 from asz.analytics.place import open_place
 from asz.analytics.write import FactsExport, FactsTally
 from asz.config import Config
-from asz.store import Store
-from asz.store.layout import ANALYTICS_LOCK_FILE
-from asz.store.root import state_lock
+from asz.redact import configured_redactor
+from asz.store import ANALYTICS_LOCK_FILE, REDACT_KEY_FILE, STATE_DIR, Store, state_lock
 from asz.view.prices import price_table
 
 __all__ = ["AnalyticsBusy", "write_facts"]
@@ -26,13 +25,16 @@ def write_facts(
 ) -> FactsTally:
     """Writes what changed in ``sessions`` to ``target`` (a directory or ``s3://``), and
     compacts the days that are due; AnalyticsBusy at once when another writer holds the
-    root's lock."""
+    root's lock, ValueError when the ``[redact]`` policy or key cannot be used (nothing is
+    written raw)."""
+    redactor = configured_redactor(config, root / STATE_DIR / REDACT_KEY_FILE)
     place = open_place(target, config.archive)
     export = FactsExport(
         store,
         root,
         place,
         price_table(config.prices),
+        redactor,
         quiet_seconds=config.analytics.quiet_seconds,
     )
     busy = lambda: AnalyticsBusy(f"another analytics writer from {root} is running")  # noqa: E731

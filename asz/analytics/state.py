@@ -26,8 +26,8 @@ from pathlib import Path
 
 import orjson
 
-from asz.store.atomic import AlreadyExists, publish_new, replace_durable
-from asz.store.layout import ANALYTICS_DIR, ROOT_ID_FILE, STATE_DIR
+from asz.atomic import AlreadyExists, publish_new, replace_durable
+from asz.store import ANALYTICS_DIR, ROOT_ID_FILE, STATE_DIR
 
 __all__ = ["FactsState", "Written", "root_id", "state_path"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 
@@ -22,6 +22,9 @@ from asz.analytics.query import connect, local_tables
 from asz.config import Config
 from asz.store import Session, SessionSummary
 from asz.view.usage import hit_ratio
+
+if TYPE_CHECKING:
+    from asz.view.records import CacheReport
 
 __all__ = ["TableFacts", "table_facts"]
 
@@ -98,9 +101,12 @@ class TableFacts:
             landed_bytes=row["landed_bytes"],
         )
 
-    def report(self, session: str) -> dict[str, Any] | None:
-        """What ``asz.view.ranking.Ranking.add`` reads of the session's report: its totals
-        and its call rows; None unless :meth:`summary` found the row current."""
+    def report(self, session: str) -> CacheReport | None:
+        """The session's report as far as the tables keep it: the totals and call rows that
+        ``asz.view.ranking.Ranking.add`` and the session list read (the figures that add up
+        across sessions). What the tables do not keep (a row's evidence and the totals'
+        agreement counts) is not in it: it is a ranking's report, not one to print. None
+        unless :meth:`summary` found the row current."""
         if session not in self._current:
             return None
         row = self._sessions[session]
@@ -126,7 +132,14 @@ class TableFacts:
             }
             for call in self._calls.get(session, [])
         ]
-        return {"session": session, "rows": rows, "totals": totals, "problems": []}
+        found = {
+            "session": session,
+            "rows": rows,
+            "totals": totals,
+            "empty_because": None,
+            "problems": [],
+        }
+        return cast("CacheReport", found)
 
 
 def _dollars(value: Decimal | None) -> float | None:

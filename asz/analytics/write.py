@@ -29,8 +29,9 @@ from asz.analytics.names import NO_DAY, Part, counted, parse_part, part_path
 from asz.analytics.place import Place
 from asz.analytics.rows import final_keys, row_key, session_rows
 from asz.analytics.state import FactsState, Written, root_id
+from asz.crashpoints import crash_point
+from asz.redact import Redactor
 from asz.store import Store, UnknownSession
-from asz.store.crashpoints import crash_point
 from asz.view.document import build_view
 from asz.view.kept import session_report
 from asz.view.prices import PriceTable
@@ -87,6 +88,7 @@ class FactsExport:
         root: Path,
         place: Place,
         prices: PriceTable,
+        redactor: Redactor,
         *,
         quiet_seconds: float,
         clock: Callable[[], float] = time.time,
@@ -95,6 +97,7 @@ class FactsExport:
         self.root = root
         self.place = place
         self.prices = prices
+        self.redactor = redactor
         self.quiet_seconds = quiet_seconds
         self.clock = clock
 
@@ -169,6 +172,7 @@ class FactsExport:
             landed_files=landed,
             priced_by=self.prices.fingerprint(),
             updated=datetime.fromtimestamp(now, UTC),
+            redact=self.redactor.text,
         )
         final = final_keys(rows, quiet)
         written = Written(set(before.keys))

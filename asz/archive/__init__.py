@@ -12,18 +12,22 @@ and docs/operations.md.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
+
+from asz.locations import ArchiveUrl, is_archive
 
 if TYPE_CHECKING:
     from asz.archive.backend import ArchiveBackend
     from asz.archive.bucket import Bucket
     from asz.config import ArchiveConfig
+    from asz.store import Store
 
 
 def open_bucket(url: str, settings: ArchiveConfig | None = None) -> Bucket:
     """The bucket client for ``url`` with ``settings``' endpoint, region and retries."""
     from asz.archive.bucket import Bucket
-    from asz.archive.location import ArchiveUrl, chosen_endpoint, open_bucket_store
+    from asz.archive.location import chosen_endpoint, open_bucket_store
     from asz.archive.retry import Backoff, Link
     from asz.config import ArchiveConfig
 
@@ -37,10 +41,26 @@ def open_archive(url: str, settings: ArchiveConfig | None = None) -> ArchiveBack
     """The archive at ``url`` as a store backend, read-only, with its local cache."""
     from asz.archive.backend import ArchiveBackend
     from asz.archive.cache import LocalCache, default_cache_dir
-    from asz.archive.location import ArchiveUrl
     from asz.config import ArchiveConfig
 
     settings = settings or ArchiveConfig()
     parsed = ArchiveUrl.parse(url)
     cache = LocalCache(default_cache_dir(), str(parsed), settings.cache_bytes)
     return ArchiveBackend(parsed, open_bucket(url, settings), cache)
+
+
+def open_root(
+    location: str | os.PathLike[str],
+    settings: ArchiveConfig | None = None,
+    *,
+    compression: str = "zstd",
+) -> Store:
+    """The root a person names: a team archive's ``s3://bucket/prefix`` (read-only, with
+    ``settings`` or the standard AWS environment) or a directory. The store opens directories
+    and backends it is handed; reaching a bucket is this package's, above it."""
+    from asz.store import open_store
+
+    text = os.fspath(location)
+    if is_archive(text):
+        return open_store(open_archive(text, settings), compression=compression)
+    return open_store(text, compression=compression)

@@ -21,13 +21,11 @@ from asz.archive.ahead import AHEAD, ReadAhead
 from asz.archive.bucket import Bucket, Meta
 from asz.archive.cache import LocalCache
 from asz.archive.failure import understand
-from asz.archive.location import ArchiveUrl
 from asz.archive.retry import Halted
+from asz.atomic import DirSyncs
 from asz.bodykeys import is_session_id
-from asz.store.atomic import DirSyncs
-from asz.store.backend import Entry, TempFile
-from asz.store.errors import StorageUnavailable
-from asz.store.layout import parse_landed
+from asz.locations import ArchiveUrl
+from asz.store import Entry, StorageUnavailable, TempFile, parse_landed
 
 T = TypeVar("T")
 _TWO_ROOTS = "the session's sequence holds files from two roots"

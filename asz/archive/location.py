@@ -1,4 +1,4 @@
-"""Where an archive is (``s3://bucket/prefix``) and the client that reaches it.
+"""The client that reaches an archive (its location is ``asz.locations.ArchiveUrl``).
 
 The client is obstore's ``S3Store`` (Rust's ``object_store``): it speaks S3 and the services
 that copy it (MinIO, Ceph, R2, GCS interoperability), does conditional creates, ranged reads
@@ -14,54 +14,19 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from asz.locations import ArchiveUrl
+
+__all__ = ["chosen_endpoint", "open_bucket_store"]
 
 if TYPE_CHECKING:
     from obstore.store import S3Config, S3Store
 
-SCHEME = "s3://"
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _KEY_ENV = "AWS_ACCESS_KEY_ID"
 _TIMEOUT = "60s"
 _CONNECT_TIMEOUT = "10s"
-
-
-class ArchiveError(ValueError):
-    """An archive location or setting that cannot be used."""
-
-
-def is_archive(location: str) -> bool:
-    return location.startswith(SCHEME)
-
-
-@dataclass(frozen=True, slots=True)
-class ArchiveUrl:
-    """A bucket and the prefix under it that is the root (``""`` for the whole bucket)."""
-
-    bucket: str
-    prefix: str
-
-    @classmethod
-    def parse(cls, url: str) -> ArchiveUrl:
-        if not is_archive(url):
-            raise ArchiveError(f"{url}: an archive is named s3://bucket/prefix")
-        bucket, _, prefix = url[len(SCHEME) :].partition("/")
-        prefix = prefix.strip("/")
-        if not _BUCKET.match(bucket):
-            raise ArchiveError(f"{url}: {bucket!r} is not a bucket name")
-        if any(part in ("", ".", "..") for part in prefix.split("/")) and prefix:
-            raise ArchiveError(f"{url}: the prefix has an empty, . or .. part")
-        return cls(bucket, prefix)
-
-    def __str__(self) -> str:
-        return f"{SCHEME}{self.bucket}/{self.prefix}" if self.prefix else f"{SCHEME}{self.bucket}"
-
-    def key(self, path: str) -> str:
-        """The object key of a path relative to the root, as the bucket's owner sees it."""
-        return f"{self.prefix}/{path}" if self.prefix else path
 
 
 def open_bucket_store(

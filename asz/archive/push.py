@@ -13,10 +13,17 @@ worker. A session's files go in sequence order until the first one this push cre
 of the root that diverged stops at its conflict), then together. A failure no retry mends,
 the breaker, or a stop asked for (``Pusher.stop``) ends the push within ``GRACE`` seconds
 (``asz.archive.retry.Link``); what it did not send waits for the next push.
+
+With a redacted root (``asz.archive.redacted``), what goes is each file's redacted
+counterpart, made before it goes, and its redaction record beside it; a file that could not
+be redacted goes neither raw nor at all, and nor does the rest of its session. A session
+whose files went under another policy (or raw) gets nothing more until it is pushed again
+under this one.
 """
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import time
 from collections import deque
@@ -31,14 +38,12 @@ from typing import Any, Protocol, TypeVar
 from asz.archive.bucket import ABSENT, Bucket, Created, Known
 from asz.archive.claims import claim_bytes, claim_path
 from asz.archive.failure import understand
-from asz.archive.location import ArchiveUrl
 from asz.archive.record import MARKERS_DIR, PushRecord, new_marker
+from asz.archive.redacted import RedactedRoot, bucket_record
 from asz.archive.retry import Halted
 from asz.archive.workers import Workers
-from asz.store import LandedName, Store
-from asz.store.framing import MAX_CONTENT_BYTES
-from asz.store.layout import PUSH_LOCK_FILE
-from asz.store.root import state_lock
+from asz.locations import ArchiveUrl
+from asz.store import MAX_CONTENT_BYTES, PUSH_LOCK_FILE, LandedName, Store, state_lock
 from asz.words import count, size
 
 T = TypeVar("T")
@@ -101,10 +106,29 @@ class PushTally:
     asked for (``interrupted``); what it did not send waits for the next push."""
     interrupted: bool = False
     seconds: float = 0.0
+    policy: str = ""
+    """The fingerprint of the redaction policy files go under; empty: they go raw."""
+    redactions: dict[str, int] = field(default_factory=dict)
+    """Markers by rule in the files this push redacted (made now)."""
+    redacted_by_session: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Markers by rule in the files of each session that go (with ``dry_run``: would go)."""
+    redaction_failed: list[str] = field(default_factory=list)
+    """``<path>: <why>`` of each file whose redaction failed: neither it nor the rest of its
+    session goes."""
+    other_policy: list[str] = field(default_factory=list)
+    """Paths in the archive redacted under another policy (or raw), which this one may make
+    differ: their sessions get nothing more until pushed again under this policy."""
 
     @property
     def complete(self) -> bool:
-        return not (self.conflicts or self.held_elsewhere or self.errors or self.stopped)
+        return not (
+            self.conflicts
+            or self.held_elsewhere
+            or self.errors
+            or self.stopped
+            or self.redaction_failed
+            or self.other_policy
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -127,6 +151,11 @@ class PushTally:
             "interrupted": self.interrupted,
             "complete": self.complete,
             "seconds": self.seconds,
+            "policy": self.policy,
+            "redactions": self.redactions,
+            "redacted_by_session": self.redacted_by_session,
+            "redaction_failed": self.redaction_failed,
+            "other_policy": self.other_policy,
         }
 
 
@@ -169,6 +198,7 @@ class Pusher:
         *,
         workers: int,
         progress: Progress | None = None,
+        redacted: RedactedRoot | None = None,
     ) -> None:
         self.root = root
         self.store = store
@@ -177,6 +207,8 @@ class Pusher:
         self.bucket = bucket
         self.workers = max(1, workers)
         self.progress = progress
+        self.redacted = redacted
+        """Where the redacted files that go are made; None: the landed files go raw."""
         # The link outlives a push (the service keeps its client); a push starts unstopped
         # here, not when it starts sending, so that a stop asked while it reads its record
         # holds.
@@ -196,7 +228,9 @@ class Pusher:
             if tally.rebuilt:
                 record.done.clear()
             todo = self._admitted(record, tally)
-            tally.would_push = self._would_create(record, todo, tally.rebuilt)
+            tally.would_push = self._would_create(
+                record, self._redacting(record, todo, tally), tally.rebuilt
+            )
         else:
             todo = self._pushing(record, tally, relist)
         left = [name for item in todo for name in item.names if name.path not in record.done]
@@ -221,12 +255,13 @@ class Pusher:
         try:
             relist = self._relisting(record, tally, relist)
             todo = self._admitted(record, tally)
+            going = self._redacting(record, todo, tally)
             if self.progress is not None:
-                paths = [name.path for item in todo for name in item.names]
-                self.progress.waiting(len(paths), sum(map(self.store.size_of, paths)))
-            known = self._known(workers, record, todo, tally, relist)
-            owned = self._claim(workers, record, todo, tally)
-            mine = [item for item in todo if item.session in owned]
+                paths = [name.path for item in going for name in item.names]
+                self.progress.waiting(len(paths), sum(map(self._size, paths)))
+            known = self._known(workers, record, going, tally, relist)
+            owned = self._claim(workers, record, going, tally)
+            mine = [item for item in going if item.session in owned]
             self._files(workers, record, mine, known, tally)
         except Halted:
             pass
@@ -236,6 +271,52 @@ class Pusher:
         tally.stopped, tally.interrupted = link.halted, link.asked
         # Stopped before it looked: all that was to go still is.
         return todo if todo is not None else self._admitted(record, tally)
+
+    def _redacting(self, record: PushRecord, todo: list[_Todo], tally: PushTally) -> list[_Todo]:
+        """What goes of ``todo`` once redacted: each session's files whose counterparts are
+        made (up to the first that failed), except in a session the archive holds files of
+        under another policy (or raw)."""
+        redacted = self.redacted
+        if redacted is None:
+            return todo
+        tally.policy = policy = redacted.fingerprint
+        judged = set(tally.left_out) | set(tally.not_judged)
+        tally.other_policy = sorted(
+            path
+            for path in record.done
+            if record.policy.get(path, "") != policy and path.split("/", 1)[0] not in judged
+        )
+        waiting = {path.split("/", 1)[0] for path in tally.other_policy}
+        rules: collections.Counter[str] = collections.Counter()
+        going = []
+        going_on = [item for item in todo if item.session not in waiting]
+        outcomes = redacted.make_all([(item.session, item.names[-1]) for item in going_on])
+        for item in going_on:
+            made = outcomes[item.session]
+            rules.update(made.rules)
+            if made.failed is not None:
+                tally.redaction_failed.append(": ".join(made.failed))
+            ready = {name.path for name in made.ready}
+            names = [name for name in item.names if name.path in ready]
+            if not names:
+                continue
+            going.append(_Todo(item.session, names, item.first, item.before))
+            session_rules: collections.Counter[str] = collections.Counter()
+            for name in names:
+                session_rules.update(redacted.rules(name.path))
+            tally.redacted_by_session[item.session] = dict(sorted(session_rules.items()))
+        tally.redactions = dict(sorted(rules.items()))
+        return going
+
+    def _read(self, path: str) -> bytes:
+        """The bytes that go for the landed file at ``path``: its redacted counterpart's,
+        or its own when files go raw."""
+        if self.redacted is not None:
+            return self.redacted.read(path)
+        return self.store.backend.read(path, MAX_CONTENT_BYTES)
+
+    def _size(self, path: str) -> int:
+        return self.redacted.size(path) if self.redacted is not None else self.store.size_of(path)
 
     def _would_create(
         self, record: PushRecord, todo: list[_Todo], rebuilt: bool
@@ -248,10 +329,15 @@ class Pusher:
             objects.append((f"{MARKERS_DIR}/<new id>.json", len(data)))
         for item in todo:
             if item.session not in record.claimed:
-                first = self.store.backend.read(item.first.path, MAX_CONTENT_BYTES)
+                first = self._read(item.first.path)
                 claim = claim_bytes(item.session, item.first.path, first)
                 objects.append((claim_path(item.session), len(claim)))
-        objects += [(name.path, self.store.size_of(name.path)) for t in todo for name in t.names]
+        for item in todo:
+            for name in item.names:
+                objects.append((name.path, self._size(name.path)))
+                if self.redacted is not None:
+                    said = self.redacted.record(name.path)
+                    objects.append((bucket_record(name.path), len(said)))
         return objects
 
     def _relisting(self, record: PushRecord, tally: PushTally, relist: bool) -> bool:
@@ -350,7 +436,7 @@ class Pusher:
         return owned
 
     def _claim_one(self, item: _Todo) -> Created:
-        data = self.store.backend.read(item.first.path, MAX_CONTENT_BYTES)
+        data = self._read(item.first.path)
         claim = claim_bytes(item.session, item.first.path, data)
         # Looked for first: a claim is made once, and most often it is there already.
         return self.bucket.create(claim_path(item.session), claim, known=None)
@@ -390,7 +476,7 @@ class Pusher:
                 tally.conflicts.append(self.url.key(path))
                 left[session].clear()
                 continue
-            record.pushed(path, size)
+            record.pushed(path, size, tally.policy)
             if self.progress is not None:
                 self.progress.pushed(size, result is Created.CREATED)
             if result is Created.CREATED:
@@ -408,10 +494,13 @@ class Pusher:
     def _file_one(
         self, path: str, known: Known, record: PushRecord, before: LandedName | None
     ) -> tuple[Created, int]:
-        data = self.store.backend.read(path, MAX_CONTENT_BYTES)
+        data = self._read(path)
+        if self.redacted is not None:
+            # The record goes first: a redacted file in the archive always has its record.
+            self.bucket.create(bucket_record(path), self.redacted.record(path), known=None)
         follows = ""
         if before is not None:
-            earlier = self.store.backend.read(before.path, MAX_CONTENT_BYTES)
+            earlier = self._read(before.path)
             follows = f"{before.seq}:{hashlib.sha256(earlier).hexdigest()}"
         created = self.bucket.create(path, data, known, sending=record.sending, follows=follows)
         return created, len(data)
@@ -441,10 +530,15 @@ def push_line(tally: PushTally) -> str:
             (len(tally.held_elsewhere), "session", " held by another root"),
             (len(tally.conflicts), "conflict", ""),
             (len(tally.errors), "error", ""),
+            (len(tally.redaction_failed), "file", " not redacted (its session waits)"),
+            (len(tally.other_policy), "file", " in the archive under another redaction policy"),
             (tally.waiting_files, "file", " still to push"),
         )
         if number
     ]
+    markers = sum(tally.redactions.values())
+    if markers:
+        left.append(f"{count(markers, 'value')} redacted")
     rebuilt = ""
     if tally.marker_lost:
         rebuilt = "; the archive no longer holds this root's marker: it was listed again"

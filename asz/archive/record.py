@@ -5,7 +5,9 @@
     {"format": "asz.archive-pushed/2", "archive": "s3://bucket/prefix",
      "endpoint": "https://...", "marker": "_archive/roots/<32 hex>.json"}   first line
     {"try": ["<path>"]}           being sent: not known to be in the bucket yet
-    {"done": "<path>", "n": N}    in the bucket with this root's bytes (N of them)
+    {"done": "<path>", "n": N, "p": "<policy>"}
+                                  in the bucket with this root's bytes (N of them), redacted
+                                  under the policy of that fingerprint (no "p": raw)
     {"claim": "<session>"}        the session's claim in the bucket is this root's
 
 The record belongs to one bucket, not to its name: it names the endpoint as well as the
@@ -31,7 +33,7 @@ from pathlib import Path
 
 import orjson
 
-from asz.store.layout import STATE_DIR
+from asz.store import STATE_DIR
 
 RECORD_FILE = "archive-pushed.jsonl"
 FORMAT = "asz.archive-pushed/2"
@@ -56,6 +58,8 @@ class PushRecord:
         self.endpoint = endpoint
         self.marker = ""
         self.done: dict[str, int] = {}
+        self.policy: dict[str, str] = {}
+        """The fingerprint of the redaction policy each done path went under ("": raw)."""
         self.tried: set[str] = set()
         self.claimed: set[str] = set()
         self.rebuilt = False
@@ -99,6 +103,8 @@ class PushRecord:
                 continue
             if isinstance(entry.get("done"), str) and isinstance(entry.get("n"), int):
                 self.done[entry["done"]] = entry["n"]
+                policy = entry.get("p")
+                self.policy[entry["done"]] = policy if isinstance(policy, str) else ""
             elif isinstance(entry.get("try"), list):
                 self.tried.update(p for p in entry["try"] if isinstance(p, str))
             elif isinstance(entry.get("claim"), str):
@@ -110,6 +116,7 @@ class PushRecord:
         """Begins a new journal tied to ``marker`` (the old one named another bucket, was
         lost, or its marker is gone from the bucket)."""
         self.done.clear()
+        self.policy.clear()
         self.tried.clear()
         self.claimed.clear()
         self.marker = marker
@@ -129,10 +136,12 @@ class PushRecord:
         """Says, just before its bytes go, that ``path`` may be in the bucket from now on."""
         self._append({"try": [path]})
 
-    def pushed(self, path: str, size: int) -> None:
+    def pushed(self, path: str, size: int, policy: str = "") -> None:
+        """``path`` is in the bucket, ``size`` bytes redacted under ``policy`` ("": raw)."""
         self.done[path] = size
+        self.policy[path] = policy
         self.tried.discard(path)
-        self._append({"done": path, "n": size})
+        self._append({"done": path, "n": size, **({"p": policy} if policy else {})})
 
     def claim(self, session: str) -> None:
         self.claimed.add(session)

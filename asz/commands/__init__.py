@@ -21,6 +21,7 @@ from asz.commands import (
     demo,
     export,
     push,
+    redact,
     restore,
     serve,
     service,
@@ -33,10 +34,9 @@ from asz.commands import (
     view,
 )
 from asz.commands.args import common_options
-from asz.commands.exits import EXIT_FAILED, EXIT_USAGE, UsageError
 from asz.config import Config, ConfigError, load_config
-from asz.output import log_to_stderr
-from asz.store.errors import StorageUnavailable
+from asz.exits import EXIT_FAILED, EXIT_USAGE, UsageError
+from asz.store import StorageUnavailable
 
 
 class Command(Protocol):
@@ -53,6 +53,7 @@ class Command(Protocol):
 COMMANDS: dict[str, Command] = {
     "collect": collect,
     "push": push,
+    "redact": redact,
     "sessions": sessions,
     "verify": verify,
     "body": body,
@@ -97,6 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     command = COMMANDS[args.command]
+    # Imported here: structlog's console renderer is slow to load, and `asz --help` loads this.
+    from asz.logs import log_to_stderr
+
     log_to_stderr()
     try:
         config = load_config(

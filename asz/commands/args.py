@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from asz.commands.exits import UsageError
+from asz.exits import UsageError
 from asz.zones import IN_UTC, Zone
 
 if TYPE_CHECKING:

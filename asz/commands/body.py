@@ -10,9 +10,9 @@ import argparse
 import sys
 
 from asz.commands.args import add_session, landed_session
-from asz.commands.exits import EXIT_FAILED, EXIT_USAGE
 from asz.commands.problems import report_problems
 from asz.config import Config
+from asz.exits import EXIT_FAILED, EXIT_USAGE
 
 SUMMARY = "write one landed body's exact bytes to stdout"
 

@@ -15,7 +15,6 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from asz.commands.args import add_session, landed_session
-from asz.commands.exits import UsageError
 from asz.commands.listing import (
     add_filters,
     filtering,
@@ -29,6 +28,7 @@ from asz.commands.listing import (
 )
 from asz.commands.problems import report_problems
 from asz.config import Config
+from asz.exits import UsageError
 from asz.table import Column
 from asz.zones import Zone, zone_of
 

@@ -12,9 +12,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from asz.commands.args import local_root
-from asz.commands.exits import EXIT_FAILED, EXIT_OK
 from asz.config import Config, ServiceConfig
-from asz.output import LOG_FORMATS, log_to_stderr
+from asz.exits import EXIT_FAILED, EXIT_OK
+from asz.output import LOG_FORMATS
 from asz.words import CONFLICT_ADVICE, count
 
 if TYPE_CHECKING:
@@ -84,6 +84,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
         from asz.daemon.service import run_service
 
         return run_service(config, as_json=args.json, log_format=args.log_format)
+    from asz.logs import log_to_stderr
+
     log_to_stderr(args.log_format)
     from asz.adapters.presence import nothing_there
 
@@ -115,9 +117,7 @@ def collect_once(config: Config, as_json: bool) -> int:
     from asz.output import print_json
     from asz.passes import pass_line, run_pass
     from asz.progress import progress
-    from asz.store import open_store
-    from asz.store.bodies import BodyLander
-    from asz.store.root import Busy, Root, UnsafeRoot, collector_lock
+    from asz.store import BodyLander, Busy, Root, UnsafeRoot, collector_lock, open_store
     from asz.view.keeper import ReportKeeper
     from asz.view.prices import price_table
 

@@ -20,11 +20,11 @@ import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from asz.commands.args import local_root
-from asz.commands.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from asz.config import AdapterConfig, Adapters, Config
+from asz.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from asz.view.records import ViewDocument
 from asz.words import count, size
 
 SUMMARY = "synthesise a capture, collect it, verify it, say what happened"
@@ -75,9 +75,7 @@ def _demo(config: Config, claude_dir: Path, root_dir: Path, kept: bool) -> int:
     """Synthesises, collects, verifies and joins, saying each; ``kept``: the root stays after
     the demo, so the commands to read it are worth saying."""
     from asz.passes import pass_line, run_pass
-    from asz.store import BODY_KIND, open_store
-    from asz.store.bodies import BodyLander
-    from asz.store.root import Root, collector_lock
+    from asz.store import BODY_KIND, BodyLander, Root, collector_lock, open_store
     from asz.synth import SynthOptions, synthesize
     from asz.view import build_view
 
@@ -128,7 +126,7 @@ def _demo(config: Config, claude_dir: Path, root_dir: Path, kept: bool) -> int:
     return EXIT_OK if ok else EXIT_FAILED
 
 
-def _joined(view: dict[str, Any]) -> tuple[int, int, int]:
+def _joined(view: ViewDocument) -> tuple[int, int, int]:
     summary = view["summary"]
     return summary["calls"], summary["requests_joined"], summary["responses_joined"]
 

@@ -16,9 +16,9 @@ import sys
 from typing import TYPE_CHECKING
 
 from asz.commands.args import SESSION_HELP, local_root
-from asz.commands.exits import EXIT_FAILED, UsageError
 from asz.commands.listing import add_filters, filtering, list_sessions
 from asz.config import Config
+from asz.exits import EXIT_FAILED, UsageError
 
 if TYPE_CHECKING:
     from asz.export.otel import SpanSender
@@ -67,6 +67,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             action="store_true",
             help="send nothing, read and write no cursor: say every span of the sessions "
             "(with --json, each one), as an endpoint that has none of them would get them",
+        )
+        action.add_argument(
+            "--content",
+            action="store_true",
+            help="spans also carry what each call sent (system prompt, tools, messages), "
+            "through the [redact] policy (default: [otlp] content, off)",
         )
 
 
@@ -132,6 +138,7 @@ def _parquet(args: argparse.Namespace, config: Config) -> int:
 
 def _otlp(args: argparse.Namespace, config: Config) -> int:
     from asz.commands.problems import report_problems
+    from asz.commands.redact import make_redactor
     from asz.export.cursor import Cursors, ExportBusy, export_lock
     from asz.export.run import SpanExport
     from asz.view.prices import price_table
@@ -151,6 +158,8 @@ def _otlp(args: argparse.Namespace, config: Config) -> int:
         cursors,
         batch=otlp.batch_spans,
         quiet_seconds=otlp.quiet_seconds,
+        redactor=make_redactor(config, make=not args.dry_run),
+        content_limit=otlp.content_limit if args.content or otlp.content else None,
     )
     try:
         if args.dry_run:
@@ -205,6 +214,10 @@ def _print(args: argparse.Namespace, tally: ExportTally, planned: list[SpanRecor
         parts.append(f"{tally.spans_failed:,} not taken")
     if tally.untimed:
         parts.append(f"{tally.untimed:,} with no time, left out")
+    if tally.content_withheld:
+        parts.append(
+            f"{tally.content_withheld:,} without their content (not readable or redactable)"
+        )
     print(", ".join(parts) + f" ({tally.seconds:.3f} s)")
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from asz.commands.args import SINCE_HELP, add_zone, open_root, parse_since
-from asz.commands.exits import EXIT_USAGE
+from asz.exits import EXIT_USAGE
 from asz.zones import Zone, zone_of
 
 if TYPE_CHECKING:

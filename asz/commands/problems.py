@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 
-from asz.commands.exits import EXIT_FAILED, EXIT_OK
+from asz.exits import EXIT_FAILED, EXIT_OK
 from asz.words import count
 
 SHOWN = 20

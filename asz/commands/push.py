@@ -4,7 +4,10 @@ The push lives in :mod:`asz.archive.push`; this module checks there is an archiv
 runs one pass under the push lock, and turns its counts into words (or ``--json``) and the
 exit code ``asz collect --once`` would give: 0 complete, 1 when something failed or conflicts.
 ``--dry-run`` lists what would go and sends nothing (it reads no bucket, so it needs no
-credentials): what leaves the machine, seen before the first push.
+credentials): what leaves the machine, seen before the first push, and what the redaction
+policy (``[redact]``) replaces in it, by rule and count per session, never a value. Making
+that count makes the redacted files under the root's private ``_state``, which the push
+then sends as they are.
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from asz.commands.args import local_root
-from asz.commands.exits import EXIT_FAILED, EXIT_OK, UsageError
 from asz.config import Config
+from asz.exits import EXIT_FAILED, EXIT_OK, UsageError
 from asz.words import count, listing, size
 
 if TYPE_CHECKING:
@@ -47,11 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, config: Config) -> int:
     from asz.adapters.session_filter import landed_admits
     from asz.archive import open_bucket
-    from asz.archive.location import ArchiveUrl
     from asz.archive.push import PushBusy, Pusher, push_line, push_lock
+    from asz.archive.redacted import redacted_root
+    from asz.locations import ArchiveUrl
     from asz.output import print_json
-    from asz.store import open_store
-    from asz.store.root import UnsafeRoot
+    from asz.store import UnsafeRoot, open_store
 
     root = local_root(config, "asz push")
     if not config.archive.url:
@@ -60,6 +63,10 @@ def run(args: argparse.Namespace, config: Config) -> int:
         raise UsageError(f"there is no storage root at {root}")
     bucket = open_bucket(config.archive.url, config.archive)
     store = open_store(root)
+    try:
+        redacted = redacted_root(config, root, store)
+    except ValueError as err:
+        raise UsageError(f"redaction: {err}") from None
     pusher = Pusher(
         root,
         store,
@@ -67,6 +74,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         ArchiveUrl.parse(config.archive.url),
         bucket,
         workers=config.archive.workers,
+        redacted=redacted,
     )
     try:
         with push_lock(root), _stopped_by_signals(pusher) as signalled:
@@ -93,6 +101,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
             print(f"left out: {session}: {_why_left_out(config, store, session)}")
         for session in tally.not_judged:
             print(f"waiting: {session}: no project directory is known for it yet")
+        _say_redactions(tally)
         if tally.rebuilt:
             print(
                 "there is no local record of earlier pushes: a push lists the archive first "
@@ -141,6 +150,16 @@ def _why_left_out(config: Config, store: Store, session: str) -> str:
     return f"{named}: matched by sessions.exclude"
 
 
+def _say_redactions(tally: PushTally) -> None:
+    """What the policy replaces in what would go, by rule, per session: never a value."""
+    if not tally.policy:
+        print("redaction is off ([redact] enabled = false): the landed files would go raw")
+        return
+    for session, rules in sorted(tally.redacted_by_session.items()):
+        said = ", ".join(f"{rule} {n}" for rule, n in rules.items()) or "nothing"
+        print(f"redacted in {session}: {said}")
+
+
 def _say_trouble(tally: PushTally) -> None:
     from asz.archive.push import stop_line
 
@@ -157,3 +176,19 @@ def _say_trouble(tally: PushTally) -> None:
         )
     for error in tally.errors:
         print(f"asz: error: {error}", file=sys.stderr)
+    for failed in tally.redaction_failed:
+        print(
+            f"asz: redaction failed: {failed}; nothing of it, or of its session after it, "
+            "is pushed (never raw)",
+            file=sys.stderr,
+        )
+    if tally.other_policy:
+        sessions = sorted({path.split("/", 1)[0] for path in tally.other_policy})
+        print(
+            f"asz: {count(len(tally.other_policy), 'file')} of {listing(sessions)} went to the "
+            "archive under another redaction policy (or raw) and may differ under this one; "
+            "nothing more of those sessions is pushed:",
+            file=sys.stderr,
+        )
+        for path in tally.other_policy:
+            print(f"asz:   {path}", file=sys.stderr)

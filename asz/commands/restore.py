@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from asz.commands.args import add_session, landed_session
-from asz.commands.exits import EXIT_FAILED
 from asz.commands.problems import report_problems
 from asz.config import Config
+from asz.exits import EXIT_FAILED
 from asz.words import count
 
 if TYPE_CHECKING:

@@ -3,6 +3,11 @@
 This module checks what the command line asks for before anything is served: the listen
 address, the token (a listen beyond loopback without one does not start), the root; then
 binds and serves. See ``docs/web.md``.
+
+Beyond loopback, a local root is served through the redaction policy (``[redact]``): every
+body and transcript line as the archive would hold it, markers in place of what was found
+(``asz.archive.redacting``). On loopback, the person at the machine sees the root exact. An
+archive (``--root s3://...``) is served as it is: what a push sent is redacted already.
 """
 
 from __future__ import annotations
@@ -13,15 +18,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from asz.commands.exits import EXIT_FAILED, EXIT_OK, UsageError
 from asz.config import Config
+from asz.exits import EXIT_FAILED, EXIT_OK, UsageError
 from asz.output import LOG_FORMATS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from asz.analytics.tables import TableFacts
     from asz.store import Store
+    from asz.web.library import Tables
 
 SUMMARY = "serve a local, read-only web view of the root: sessions, calls, requests, bodies"
 DEFAULT_LISTEN = "127.0.0.1:9478"
@@ -60,22 +65,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _opened(config: Config) -> Store:
+def _opened(config: Config, redact: bool) -> Store:
     """The root to serve, opened so that nothing is written to it: a directory on a backend
-    that refuses every write, or an archive (whose backend writes only its local cache)."""
+    that refuses every write (read through the redaction policy with ``redact``), or an
+    archive (whose backend writes only its local cache)."""
+    from asz.archive.redacting import redacting_store
     from asz.commands.args import open_root, root_directory
     from asz.web.readonly import open_readonly
 
     if config.root_url:
         return open_root(config)
-    return open_readonly(root_directory(config))
+    root = root_directory(config)
+    store = open_readonly(root)
+    if not redact:
+        return store
+    try:
+        redacted = redacting_store(config, root, store)
+    except ValueError as err:
+        raise UsageError(f"redaction: {err}") from None
+    return store if redacted is None else redacted
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
     from asz.daemon.http import ListenError, parse_listen
-    from asz.daemon.logs import configure_logging
+    from asz.logs import configure_logging
     from asz.view.prices import price_table
-    from asz.web.access import AccessError, access_for, load_token
+    from asz.web.access import AccessError, access_for, is_loopback, load_token
     from asz.web.library import Library
     from asz.web.server import bind, serve
 
@@ -83,7 +98,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         host, port = parse_listen(args.listen)
     except ListenError as err:
         raise UsageError(str(err)) from None
-    store = _opened(config)
+    store = _opened(config, redact=not is_loopback(host))
     try:
         token = load_token(os.environ, args.token_file)
         access_for(host, port, token, tuple(args.allow_host))
@@ -103,7 +118,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
     return EXIT_OK
 
 
-def _tables(config: Config, priced_by: str) -> Callable[[list[str]], TableFacts | None] | None:
+def _tables(config: Config, priced_by: str) -> Callable[[list[str]], Tables | None] | None:
     """What reads the analytics tables for each listing, when ``[analytics] url`` names
     them."""
     if not config.analytics.url:

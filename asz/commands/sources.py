@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from asz.commands.exits import EXIT_FAILED, EXIT_OK
 from asz.config import Config
+from asz.exits import EXIT_FAILED, EXIT_OK
 from asz.words import count
 
 SUMMARY = "say what each adapter sees"

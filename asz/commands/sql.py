@@ -13,8 +13,8 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
-from asz.commands.exits import EXIT_FAILED, UsageError
 from asz.config import Config
+from asz.exits import EXIT_FAILED, UsageError
 
 SUMMARY = "run SQL over the call facts (asz export parquet) with DuckDB: tables calls, "
 SUMMARY += "sessions, breaks"

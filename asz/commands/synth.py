@@ -10,8 +10,8 @@ import argparse
 from datetime import datetime
 from pathlib import Path
 
-from asz.commands.exits import EXIT_OK, UsageError
 from asz.config import Config
+from asz.exits import EXIT_OK, UsageError
 from asz.synth.options import SynthOptions
 from asz.words import count
 
@@ -90,6 +90,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "list of Claude Code's tools)",
     )
     parser.add_argument(
+        "--secrets",
+        action="store_true",
+        help="plant one secret of every kind the redactor finds, and near misses it must "
+        "leave alone, in a tool result of each session, named in expected.json (default: not)",
+    )
+    parser.add_argument(
         "--start",
         type=datetime.fromisoformat,
         metavar="ISO-TIME",
@@ -112,6 +118,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         index=args.index,
         from_transcripts=args.from_transcripts,
         tools_file=args.tools,
+        secrets=args.secrets,
         **({"start": args.start} if args.start else {}),
     )
     try:

@@ -1,6 +1,6 @@
 """``asz verify``: checks every landed file and rebuilds every landed body.
 
-The checks live in :mod:`asz.store.verify` (and, for the kept cache reports, which the view
+The checks live in :mod:`asz.store._verify` (and, for the kept cache reports, which the view
 makes, in :mod:`asz.view.kept`); this module picks the sessions and prints the report.
 """
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from asz.commands.exits import EXIT_FAILED, EXIT_OK
 from asz.config import Config
 from asz.daemon.http import ListenError, parse_listen
+from asz.exits import EXIT_FAILED, EXIT_OK
 
 UNIT_NAME = "asz.service"
 LABEL = "io.asz.collect"

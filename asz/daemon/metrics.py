@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from asz.redact import RULE_NAMES
 from asz.view.families import CACHE_CAUSES, FAMILIES, TOKEN_KINDS
 
 if TYPE_CHECKING:
@@ -162,6 +163,25 @@ class ArchiveMetrics:
             "asz_archive_last_push_success_timestamp_seconds",
             "Unix time the last push without an error finished; 0 before the first.",
         )
+        self.redactions = Counter(
+            "asz_redactions_total",
+            "Values replaced by a marker in the files pushed, by the rule that found them "
+            "(labels name rules, never a value).",
+            ["rule"],
+            registry=registry,
+        )
+        for rule in RULE_NAMES:
+            self.redactions.labels(rule)
+        self.redaction_failures = counter(
+            "asz_redaction_failures_total",
+            "Landed files whose redaction failed: neither they nor the rest of their session "
+            "went, never raw.",
+        )
+        self.other_policy = gauge(
+            "asz_archive_other_policy_files",
+            "Files in the archive redacted under another policy (or raw), as of the last push; "
+            "their sessions get nothing more until pushed again under this one.",
+        )
 
     def waiting(self, files: int, size: int) -> None:
         """A push begins with this much to go (``asz.archive.push.Progress``)."""
@@ -182,7 +202,12 @@ class ArchiveMetrics:
         self.waiting_bytes.set(tally.waiting_bytes)
         self.conflicts.set(len(tally.conflicts) + len(tally.held_elsewhere))
         self.retries.inc(tally.retries)
-        if tally.errors or tally.stopped:
+        for rule, n in tally.redactions.items():
+            if rule in RULE_NAMES:  # a fixed set of series, whatever a redactor says
+                self.redactions.labels(rule).inc(n)
+        self.redaction_failures.inc(len(tally.redaction_failed))
+        self.other_policy.set(len(tally.other_policy))
+        if tally.errors or tally.stopped or tally.redaction_failed:
             self.errors.inc()
         else:
             self.last_success.set(finished_at)

@@ -29,7 +29,8 @@ from asz.daemon.metrics import ServiceMetrics, bounded_cause, bounded_family
 from asz.export.cursor import Cursors, ExportBusy, export_lock
 from asz.export.otel import EndpointError, SpanSender, Target, resolve_target
 from asz.export.run import ExportTally, SpanExport
-from asz.store import Store
+from asz.redact import Redactor, configured_redactor
+from asz.store import REDACT_KEY_FILE, STATE_DIR, Store
 from asz.view.prices import price_table
 
 if TYPE_CHECKING:
@@ -108,6 +109,7 @@ class ExportLoop:
         """Sessions to export; None: every session (at start)."""
         self._failures = 0
         self._sender: SpanSender | None = None
+        self._redactor: Redactor | None = None
         health.export_unhealthy_after = config.otlp.unhealthy_after
 
     def close(self) -> None:
@@ -168,6 +170,13 @@ class ExportLoop:
         if self._sender is None:  # one exporter for the service's life: it keeps connections
             self._sender = SpanSender(self.target)
         otlp = self.config.otlp
+        try:
+            if self._redactor is None:
+                key_file = self.config.root / STATE_DIR / REDACT_KEY_FILE
+                self._redactor = configured_redactor(self.config, key_file)
+        except ValueError as err:  # nothing leaves raw: the export waits for a usable policy
+            failed = ExportTally(error=f"the redaction policy cannot be used: {err}")
+            return _Done(failed, set() if sessions is None else sessions)
         export = SpanExport(
             self.store,
             price_table(self.config.prices),
@@ -177,6 +186,8 @@ class ExportLoop:
             batch=otlp.batch_spans,
             quiet_seconds=otlp.quiet_seconds,
             taken=self.metrics.sent.inc,
+            redactor=self._redactor,
+            content_limit=otlp.content_limit if otlp.content else None,
         )
         with export_lock(self.config.root):
             chosen = self.store.sessions() if sessions is None else sorted(sessions)

@@ -23,11 +23,12 @@ from structlog.typing import FilteringBoundLogger
 from asz.adapters.session_filter import landed_admits
 from asz.archive import open_bucket
 from asz.archive.bucket import Bucket
-from asz.archive.location import ArchiveUrl
 from asz.archive.push import GRACE, PushBusy, Pusher, PushTally, push_line, push_lock, stop_line
+from asz.archive.redacted import redacted_root
 from asz.config import Config
 from asz.daemon.http import HealthState
 from asz.daemon.metrics import ServiceMetrics
+from asz.locations import ArchiveUrl
 from asz.store import Store
 
 _STOP_WAIT = GRACE + 1.0
@@ -106,6 +107,7 @@ class PushLoop:
                 self._bucket,
                 workers=self.config.archive.workers,
                 progress=self.metrics.archive,
+                redacted=redacted_root(self.config, self.config.root, self.store),
             )
             if self._stopping:  # the stop came while the pusher was being built
                 self._pusher.stop("the service is stopping")

@@ -28,11 +28,9 @@ from structlog.typing import FilteringBoundLogger
 from asz import __version__
 from asz.adapters.presence import absent_dirs, nothing_there
 from asz.adapters.provider_state import ProviderState
-from asz.commands.exits import EXIT_FAILED, EXIT_OK
 from asz.config import Config
 from asz.daemon.analytics import FactsWriter
 from asz.daemon.http import HealthState, ListenError, StatusServer
-from asz.daemon.logs import configure_logging
 from asz.daemon.metrics import ServiceMetrics
 from asz.daemon.notify import Notifier
 from asz.daemon.otlp import ExportLoop, OtlpCacheMetrics, export_target
@@ -40,10 +38,10 @@ from asz.daemon.pushes import PushLoop
 from asz.daemon.settle import BodyCheck, Kind, SettleQueue, SourcePaths, check_body
 from asz.daemon.watcher import Armed, EventKind, Rearmed, Target, Watcher, WatchEvent
 from asz.daemon.worker import FIRST_SCAN, RESCAN, PassResult, PassSchedule, PassWorker
+from asz.exits import EXIT_FAILED, EXIT_OK
+from asz.logs import configure_logging
 from asz.passes import pass_line, run_pass
-from asz.store import open_store
-from asz.store.bodies import BodyLander
-from asz.store.root import Busy, Root, UnsafeRoot, collector_lock
+from asz.store import BodyLander, Busy, Root, UnsafeRoot, collector_lock, open_store
 from asz.tally import Tally
 from asz.view.keeper import ReportKeeper
 from asz.view.prices import price_table

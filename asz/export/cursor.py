@@ -23,9 +23,7 @@ from pathlib import Path
 
 import orjson
 
-from asz.store import Store
-from asz.store.layout import EXPORT_LOCK_FILE, STATE_DIR
-from asz.store.root import state_lock
+from asz.store import EXPORT_LOCK_FILE, STATE_DIR, Store, state_lock
 
 CURSOR_DIR = f"{STATE_DIR}/otlp"
 _SCHEMA = 1

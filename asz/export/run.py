@@ -14,9 +14,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from asz.export.content import content_attributes
 from asz.export.cursor import Cursors
 from asz.export.spans import SpanRecord, session_spans, time_ns
-from asz.store import Store, UnknownSession
+from asz.redact import Redactor, ScannerFailed
+from asz.store import Session, Store, StoreError, UnknownSession
 from asz.view.document import build_view
 from asz.view.kept import session_report
 from asz.view.prices import PriceTable
@@ -45,6 +47,9 @@ class ExportTally:
     spans_failed: int = 0
     """Spans of the batch the endpoint did not take."""
     untimed: int = 0
+    content_withheld: int = 0
+    """Spans sent without the content asked for: their request did not read back, or the
+    redaction policy could not pass it."""
     batches: int = 0
     seconds: float = 0.0
     error: str | None = None
@@ -59,6 +64,7 @@ class ExportTally:
             "spans_waiting": self.spans_waiting,
             "spans_failed": self.spans_failed,
             "untimed": self.untimed,
+            "content_withheld": self.content_withheld,
             "batches": self.batches,
             "seconds": round(self.seconds, 3),
             "error": self.error,
@@ -98,6 +104,8 @@ class SpanExport:
         quiet_seconds: float,
         clock: Callable[[], float] = time.time,
         taken: Callable[[int], None] | None = None,
+        redactor: Redactor | None = None,
+        content_limit: int | None = None,
     ) -> None:
         self.store = store
         self.prices = prices
@@ -108,6 +116,12 @@ class SpanExport:
         self.clock = clock
         self.taken = taken
         """Told how many spans each batch the endpoint took held, as it takes it."""
+        self.redactor = redactor
+        """The policy every text a span carries passes (a cause's detail; content): None
+        only where the policy is off."""
+        self.content_limit = content_limit
+        """With a redactor: spans carry what each call sent, each attribute at most this many
+        bytes (``asz.export.content``); None: figures only."""
         self.planned: list[SpanRecord] = []
         self.unfinished: set[str] = set()
         """Sessions with spans not sent yet: waiting to be final, or left by a failed batch.
@@ -164,6 +178,8 @@ class SpanExport:
             elif not record.final:
                 progress.waiting += 1
             else:
+                if self.redactor is not None:
+                    self._redacted(session, record, tally)
                 queued.append(_Queued(session_id, record))
         progress.queued = len(queued)
         tally.spans_waiting += progress.waiting
@@ -177,6 +193,25 @@ class SpanExport:
         ):
             self.cursors.add(session_id, (), done_at=mark)
         return queued
+
+    def _redacted(self, session: Session, record: SpanRecord, tally: ExportTally) -> None:
+        """The span's text through the policy and, when asked for, its call's content. A
+        body that cannot be read or redacted leaves the span without content (counted),
+        never with it raw."""
+        assert self.redactor is not None
+        attributes = record.attributes
+        detail = attributes.get("asz.cache.detail")
+        if isinstance(detail, str):
+            attributes["asz.cache.detail"] = self.redactor.text(detail)
+        body_id = attributes.get("asz.request.body_id")
+        if self.content_limit is None or not isinstance(body_id, str):
+            return
+        try:
+            attributes.update(
+                content_attributes(session.body(body_id), self.redactor, self.content_limit)
+            )
+        except (StoreError, ScannerFailed):
+            tally.content_withheld += 1
 
     def _send(self, queue: list[_Queued], tally: ExportTally) -> list[_Queued]:
         """Sends the first batch of ``queue``; returns what is left of it."""

@@ -19,9 +19,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from asz.store import MAIN_STREAM
+from asz.view.records import CacheReport, CacheRow, Epoch, ViewCall, ViewDocument
 from asz.view.spend import NO_REQUEST
 from asz.zones import IN_UTC
 
@@ -96,8 +96,8 @@ def time_ns(text: str | None) -> int | None:
 
 
 def session_spans(
-    view: Mapping[str, Any],
-    report: Mapping[str, Any],
+    view: ViewDocument,
+    report: CacheReport,
     *,
     quiet: bool,
 ) -> SessionSpans:
@@ -114,16 +114,16 @@ def session_spans(
 
 
 class _Builder:
-    def __init__(
-        self, session: str, view: Mapping[str, Any], report: Mapping[str, Any], quiet: bool
-    ) -> None:
+    def __init__(self, session: str, view: ViewDocument, report: CacheReport, quiet: bool) -> None:
         self.session = session
         self.view = view
         self.quiet = quiet
         self.trace_id = trace_id_of(session)
         self.rows = {row["message_id"]: row for row in report["rows"] if row["message_id"]}
         self.side_rows = [
-            row for row in report["rows"] if row["message_id"] is None and row["request_id"]
+            (request_id, row)
+            for row in report["rows"]
+            if row["message_id"] is None and (request_id := row["request_id"])
         ]
         self.streams = {stream["id"]: stream for stream in view["streams"]}
         self.calls = [call for call in view["calls"] if not call["synthetic"]]
@@ -141,8 +141,8 @@ class _Builder:
             self._call(call, is_last=last_in_stream[call["stream"]] == call["message_id"])
         for epoch in self.view["epochs"]:
             self._compaction(epoch)
-        for row in self.side_rows:
-            self._side(row)
+        for request_id, row in self.side_rows:
+            self._side(request_id, row)
         return self.result
 
     def _common(self, kind: str, stream: str | None) -> Attributes:
@@ -156,14 +156,15 @@ class _Builder:
             attributes["asz.stream"] = stream
         return attributes
 
-    def _call(self, call: Mapping[str, Any], is_last: bool) -> None:
+    def _call(self, call: ViewCall, is_last: bool) -> None:
         start = time_ns(call["time"])
         if start is None:
             self.result.untimed += 1
             return
         end = max(time_ns(call["last_time"]) or start, start)
         stream = call["stream"]
-        started_by = self.streams.get(stream, {}).get("started_by")
+        in_stream = self.streams.get(stream)
+        started_by = in_stream["started_by"] if in_stream else None
         kind = _kind_of(stream)
         attributes = self._common(kind, stream)
         attributes["asz.call.n"] = call["n"]
@@ -174,8 +175,9 @@ class _Builder:
         attributes["gen_ai.response.id"] = call["message_id"]
         if call["request_id"]:
             attributes["asz.provider.request_id"] = call["request_id"]
-        if call.get("version"):
-            attributes["asz.claude_code.version"] = call["version"]
+        version = call["version"]
+        if version:
+            attributes["asz.claude_code.version"] = version
         for body in call["provider_bodies"]:
             attributes[f"asz.{body['role']}.body_id"] = body["id"]
         row = self.rows.get(call["message_id"])
@@ -202,12 +204,13 @@ class _Builder:
             )
         )
 
-    def _compaction(self, epoch: Mapping[str, Any]) -> None:
+    def _compaction(self, epoch: Epoch) -> None:
         start = time_ns(epoch["time"])
         if start is None:
             self.result.untimed += 1
             return
-        key = f"compaction:{epoch['uuid'] or epoch['stream'] + '@' + epoch['time']}"
+        where = epoch["uuid"] or f"{epoch['stream']}@{epoch['time']}"
+        key = f"compaction:{where}"
         attributes: Attributes = {
             "gen_ai.conversation.id": self.session,
             "asz.stream": epoch["stream"],
@@ -234,7 +237,7 @@ class _Builder:
             )
         )
 
-    def _side(self, row: Mapping[str, Any]) -> None:
+    def _side(self, request_id: str, row: CacheRow) -> None:
         """A landed request no transcript records, placed at the end of the call its chain
         names as the one before it: nothing else in the root says when it was sent."""
         before = self.call_of_body.get(row["previous"]) if row["previous"] else None
@@ -243,8 +246,8 @@ class _Builder:
             self.result.untimed += 1
             return
         attributes = self._common(SIDE, None)
-        attributes["asz.request.body_id"] = row["request_id"]
-        unjoined = self.unjoined.get(row["request_id"])
+        attributes["asz.request.body_id"] = request_id
+        unjoined = self.unjoined.get(request_id)
         if unjoined is not None:
             attributes["asz.side.reason"] = unjoined["reason"]
         attributes.update(_row_attributes(row))
@@ -252,7 +255,7 @@ class _Builder:
             SpanRecord(
                 name=CHAT,
                 trace_id=self.trace_id,
-                span_id=span_id_of(self.session, row["request_id"]),
+                span_id=span_id_of(self.session, request_id),
                 parent_id=None,
                 start_ns=start,
                 end_ns=start,
@@ -286,19 +289,19 @@ _ROW_NAMES = (
 """Cache report row fields and the span attributes they become (when not null)."""
 
 
-def _row_attributes(row: Mapping[str, Any]) -> Attributes:
+def _row_attributes(row: CacheRow) -> Attributes:
     attributes: Attributes = {}
-    if row.get("stop_reason"):
+    if row["stop_reason"]:
         attributes["gen_ai.response.finish_reasons"] = [str(row["stop_reason"])]
+    fields: Mapping[str, object] = row
     for field_name, name in _ROW_NAMES:
-        value = row.get(field_name)
+        value = fields.get(field_name)
         if value is None:
             continue
-        if field_name in ("cost_usd", "waste_usd"):
-            value = float(value)
-        elif not isinstance(value, int | float | bool):
-            value = str(value)
-        attributes[name] = value
+        if isinstance(value, int | float):  # bool among them
+            attributes[name] = float(value) if field_name in ("cost_usd", "waste_usd") else value
+        else:
+            attributes[name] = str(value)
     if row["input_tokens"] is not None:
         # The conventions count every input token, however the cache served it; Anthropic's
         # input_tokens leaves the cached ones out.
@@ -307,12 +310,12 @@ def _row_attributes(row: Mapping[str, Any]) -> Attributes:
             + (row["cache_read_input_tokens"] or 0)
             + (row["cache_creation_input_tokens"] or 0)
         )
-    if row.get("also"):
+    if row["also"]:
         attributes["asz.cache.also"] = [str(cause) for cause in row["also"]]
     return attributes
 
 
-def _break_events(row: Mapping[str, Any], at: int) -> tuple[SpanEvent, ...]:
+def _break_events(row: CacheRow, at: int) -> tuple[SpanEvent, ...]:
     """A break as an event of its call, so a backend can alert on the event alone."""
     rewritten = row["rewritten_tokens"]
     if not rewritten:

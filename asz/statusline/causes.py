@@ -38,8 +38,7 @@ def kept_cause(root: Path, session: str, message_id: str) -> dict[str, Any] | No
     there is no root, no such session, no report kept, or no cause for the call in it."""
     if not root.is_dir():
         return None
-    from asz.store import NotASession, StoreError, open_store
-    from asz.store.layout import report_path
+    from asz.store import NotASession, StoreError, open_store, report_path
     from asz.view.kept import kept_report
 
     try:
@@ -50,7 +49,7 @@ def kept_cause(root: Path, session: str, message_id: str) -> dict[str, Any] | No
         report = kept_report(landed)
     except (StoreError, NotASession, OSError):
         return None
-    for row in (report or {}).get("rows", ()):
+    for row in report["rows"] if report else []:
         if isinstance(row, dict) and row.get("message_id") == message_id and row.get("cause"):
             detail = row.get("detail")
             return {

@@ -103,7 +103,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
 
         return change_settings(args, config)
     if args.dry_run or args.settings:
-        from asz.commands.exits import UsageError
+        from asz.exits import UsageError
 
         raise UsageError("--dry-run and --settings go with --install or --uninstall")
     return show(args, lambda: config)

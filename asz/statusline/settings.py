@@ -24,8 +24,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from asz.commands.exits import EXIT_FAILED, EXIT_OK, UsageError
 from asz.config import Config
+from asz.exits import EXIT_FAILED, EXIT_OK, UsageError
 
 KEY = "statusLine"
 SETTINGS_FILE = "settings.json"

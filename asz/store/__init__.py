@@ -15,6 +15,9 @@ it is described)::
         provider-index.json                    how far index.jsonl was read
         archive-pushed.jsonl                   what asz push sent to the team archive
         archive-push.lock                      one push at a time (flock)
+        redact.key                             the redaction key made when none is given (0600)
+        redacted/<policy>/                     what asz push sends: the landed files, redacted
+            <session>/.../<name>.asz.redactions.json  beside each: the rules that fired, where
         otlp/<endpoint digest>/<session>.json  what asz export otlp sent to an OTLP endpoint
         otlp-export.lock                       one export at a time (flock)
         root-id                                the root's random id (analytics file names)
@@ -42,10 +45,12 @@ files are rebuilt from the landed files whenever they are missing or do not matc
 """
 
 from asz.bodykeys import BodyKeys
-from asz.store.backend import Backend, Entry, LocalBackend, TempFile
-from asz.store.bodyparts import BodyParts
-from asz.store.derived import DerivedFile, Kept
-from asz.store.errors import (
+from asz.store._backend import Backend, Entry, LocalBackend, TempFile
+from asz.store._bodies import BodyLander, IncomingBody
+from asz.store._bodyparts import BodyParts
+from asz.store._codec import Record, Repeat, SessionBodies, common_prefix
+from asz.store._derived import DerivedFile, Kept
+from asz.store._errors import (
     AmbiguousId,
     BodyNotFound,
     DamagedTranscript,
@@ -55,52 +60,99 @@ from asz.store.errors import (
     TranscriptNotFound,
     UnknownSession,
 )
-from asz.store.framing import LandedFile, LandedFileError, LandedRecord
-from asz.store.layout import (
+from asz.store._framing import MAX_CONTENT_BYTES, LandedFile, LandedFileError, LandedRecord
+from asz.store._held import HeldBodies
+from asz.store._layout import (
+    ANALYTICS_DIR,
+    ANALYTICS_LOCK_FILE,
     BODY_KIND,
+    CURSOR_FILE,
+    EXPORT_LOCK_FILE,
     INDEX_KIND,
     KINDS,
+    PUSH_LOCK_FILE,
+    REDACT_KEY_FILE,
+    REDACTED_DIR,
+    ROOT_ID_FILE,
+    STATE_DIR,
     TRANSCRIPT_KIND,
     LandedName,
     NotASession,
+    facts_path,
+    index_dir,
+    landed_name,
+    parse_landed,
+    redactions_path,
+    report_path,
+    stream_dir,
+    stream_key,
 )
-from asz.store.manifest import CodecError
-from asz.store.resolve import MIN_PREFIX, SHOWN_PREFIX, unique_prefixes
-from asz.store.session import BodyManifest, IndexLine, Session
-from asz.store.session_facts import CallFact, SessionFacts
-from asz.store.store import Store, open_store
-from asz.store.streams import (
+from asz.store._manifest import MAX_BODY, MAX_DEPTH, CodecError
+from asz.store._resolve import MIN_PREFIX, SHOWN_PREFIX, unique_prefixes
+from asz.store._root import Busy, Root, UnsafeRoot, collector_lock, state_lock
+from asz.store._scan import NotCuttable, array_items_from, message_spans
+from asz.store._session import BodyManifest, IndexLine, Session
+from asz.store._session_facts import (
+    CallFact,
+    FactsBuilder,
+    SessionFacts,
+    open_facts,
+    save_facts,
+)
+from asz.store._store import Store, open_store
+from asz.store._streams import (
+    APPEND,
     MAIN_STREAM,
+    SNAPSHOT,
     Fresh,
     LandedWindow,
     StreamReader,
     TranscriptLine,
 )
-from asz.store.summary import SessionSummary
-from asz.store.verify import VerifyReport, check_derived
-from asz.store.writer import Batch, Landed, ReadBackError, SessionWriter
+from asz.store._summary import SessionSummary
+from asz.store._verify import VerifyReport, check_derived
+from asz.store._writer import Batch, Landed, ReadBackError, SessionWriter
 
 __all__ = [
+    "ANALYTICS_DIR",
+    "ANALYTICS_LOCK_FILE",
+    "APPEND",
     "BODY_KIND",
+    "CURSOR_FILE",
+    "EXPORT_LOCK_FILE",
     "INDEX_KIND",
     "KINDS",
     "MAIN_STREAM",
+    "MAX_BODY",
+    "MAX_CONTENT_BYTES",
+    "MAX_DEPTH",
     "MIN_PREFIX",
+    "PUSH_LOCK_FILE",
+    "REDACTED_DIR",
+    "REDACT_KEY_FILE",
+    "ROOT_ID_FILE",
     "SHOWN_PREFIX",
+    "SNAPSHOT",
+    "STATE_DIR",
     "TRANSCRIPT_KIND",
     "AmbiguousId",
     "Backend",
     "Batch",
     "BodyKeys",
+    "BodyLander",
     "BodyManifest",
     "BodyNotFound",
     "BodyParts",
+    "Busy",
     "CallFact",
     "CodecError",
     "DamagedTranscript",
     "DerivedFile",
     "Entry",
+    "FactsBuilder",
     "Fresh",
+    "HeldBodies",
+    "IncomingBody",
     "IndexLine",
     "Kept",
     "Landed",
@@ -111,9 +163,14 @@ __all__ = [
     "LandedWindow",
     "LocalBackend",
     "NotASession",
+    "NotCuttable",
     "Problem",
     "ReadBackError",
+    "Record",
+    "Repeat",
+    "Root",
     "Session",
+    "SessionBodies",
     "SessionFacts",
     "SessionSummary",
     "SessionWriter",
@@ -125,8 +182,24 @@ __all__ = [
     "TranscriptLine",
     "TranscriptNotFound",
     "UnknownSession",
+    "UnsafeRoot",
     "VerifyReport",
+    "array_items_from",
     "check_derived",
+    "collector_lock",
+    "common_prefix",
+    "facts_path",
+    "index_dir",
+    "landed_name",
+    "message_spans",
+    "open_facts",
     "open_store",
+    "parse_landed",
+    "redactions_path",
+    "report_path",
+    "save_facts",
+    "state_lock",
+    "stream_dir",
+    "stream_key",
     "unique_prefixes",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from asz.synth import bodies, context, dialogue, sidecalls, subagent
+from asz.synth import bodies, context, dialogue, secrets, sidecalls, subagent
 from asz.synth.catalog import (
     API_VERDICTS,
     EFFORT_KEEPS_CACHE,
@@ -143,6 +143,8 @@ class SessionSimulation:
         else:
             if agent is not None:
                 action = subagent.spawn_action(self.project, noun)
+            elif self.setup.secrets and not self.record.planted:
+                action = self._plant()
             else:
                 action = self.bench.action(self.bench.pick(MAIN_WEIGHTS), noun)
             blocks = self.tool_blocks(action)
@@ -164,6 +166,14 @@ class SessionSimulation:
             )
         note = self.rng.random() < 0.5
         self.tool_result(self.main, self.transcript, blocks[-1]["id"], action, note=note)
+
+    def _plant(self) -> Action:
+        """The first tool call of a ``--secrets`` session: its result holds the planted
+        values, so the transcript records them and every later request resends them."""
+        action, planted = secrets.plant(self.rng, self.ids, self.project)
+        known = secrets.identity(self.project, self.setup.device_id, self.setup.account_uuid)
+        self.record.planted = [item.to_json() for item in [*planted, *known]]
+        return action
 
     def _cause(self, turn: int, step: int) -> tuple[str, Change | None]:
         """Why the cache keeps or loses its prefix at this call, applying the plan's change."""

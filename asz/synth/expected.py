@@ -119,6 +119,7 @@ def _session(session: Session) -> dict[str, Any]:
             for call in session.calls
         ],
         "compactions": session.compactions,
+        **({"planted": session.planted} if session.planted else {}),
     }
 
 

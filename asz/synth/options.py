@@ -27,6 +27,8 @@ class SynthOptions:
     index: bool = False
     from_transcripts: Path | None = None
     tools_file: Path | None = None
+    secrets: bool = False
+    """Plant one secret of every kind, and near misses, in a tool result of each session."""
     start: datetime = datetime(2026, 9, 18, 9, 0, tzinfo=UTC)
 
     def to_json(self) -> dict[str, Any]:

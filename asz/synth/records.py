@@ -63,3 +63,6 @@ class Session:
     kept_changes: list[dict[str, Any]] = field(default_factory=list)
     """Changes that keep the cache (an effort change on a model that keeps it)."""
     transcript_message_ids: set[str] = field(default_factory=set)
+    planted: list[dict[str, Any]] = field(default_factory=list)
+    """With ``--secrets``: each planted value, the rule that must find it (none for a near
+    miss) and what must be gone after redaction."""

@@ -25,6 +25,7 @@ class Setup:
     agent_tools: list[dict[str, Any]]
     late_tools: list[dict[str, Any]]
     index: IndexLog | None
+    secrets: bool = False
 
 
 def make_setup(options: SynthOptions, capture: Capture, rng: random.Random) -> Setup:
@@ -45,6 +46,7 @@ def make_setup(options: SynthOptions, capture: Capture, rng: random.Random) -> S
         agent_tools=agent_tools,
         late_tools=tool_set("late"),
         index=IndexLog(capture) if options.index else None,
+        secrets=options.secrets,
     )
 
 

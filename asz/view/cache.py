@@ -23,6 +23,15 @@ from asz.view.evidence import SOURCES, Named, agrees, strongest
 from asz.view.joins import JoinedSession, join_session
 from asz.view.named_causes import named_by_lines
 from asz.view.prices import DIGITS, PriceTable, cost_usd, price_table, waste_usd, writes
+from asz.view.records import (
+    ByCause,
+    CacheReport,
+    CacheRow,
+    CacheTotals,
+    Comparison,
+    Weighed,
+    WriteSplit,
+)
 from asz.view.spend import by_family
 from asz.view.usage import Expectation, Usage, expectations, hit_ratio
 
@@ -48,7 +57,7 @@ class _Report:
         usage = facts.get("usage")
         return (usage if usage is not None else call.usage), facts
 
-    def rows(self, prices: PriceTable) -> list[dict[str, Any]]:
+    def rows(self, prices: PriceTable) -> list[CacheRow]:
         """A row per non-synthetic call, in the view's order, then one per landed request
         joined to no call, in landing order."""
         joins = self.joined.joins
@@ -93,16 +102,21 @@ def _row(
     request: BodyManifest | None,
     call: Call | None,
     *,
-    comparison: dict[str, Any] | None,
+    comparison: Comparison | None,
     usage: dict[str, Any] | None = None,
     response: dict[str, Any] | None = None,
     expectation: Expectation,
     prices: PriceTable,
     named: list[Named] | None = None,
-) -> dict[str, Any]:
+) -> CacheRow:
     counts = Usage.of(usage)
     price = prices.price_of(call.model) if call else None
-    compared = comparison or {"previous": None, "cause": None, "detail": None, "also": []}
+    compared: Comparison = comparison or {
+        "previous": None,
+        "cause": None,
+        "detail": None,
+        "also": [],
+    }
     return {
         "request_id": request.record_id if request else None,
         "message_id": call.message_id if call else None,
@@ -126,7 +140,7 @@ def _row(
     }
 
 
-def _weighed(compared: dict[str, Any], named: list[Named], broke: bool) -> dict[str, Any]:
+def _weighed(compared: Comparison, named: list[Named], broke: bool) -> Weighed:
     """``cause_from`` and ``evidence`` (source -> the cause it names), and for a break the
     strongest evidence's ``cause``, ``detail`` and ``also``: the bodies' comparison when it
     found a change, else what the API, the lines or usage name. ``first``, ``unknown`` and
@@ -134,8 +148,8 @@ def _weighed(compared: dict[str, Any], named: list[Named], broke: bool) -> dict[
     else names one, and are said after the detail of the one that does."""
     said = compared["cause"]
     judged = said in BREAKS or said == "kept"
-    if judged:
-        named = [Named("bodies", said, compared["detail"]), *named]
+    if judged and said is not None:
+        named = [Named("bodies", said, compared["detail"] or ""), *named]
     evidence = {"bodies": said} if said else {}
     for item in named:
         evidence.setdefault(item.source, item.cause)
@@ -164,14 +178,14 @@ def _reported(response: dict[str, Any] | None, call: Call | None) -> Any:
     return reported
 
 
-def _split(counts: Usage | None) -> dict[str, int | None]:
+def _split(counts: Usage | None) -> WriteSplit:
     """The cache writes by lifetime, as the cost counts them (all 5-minute ones where the
     usage gives no split), so the figures beside a cost are the ones it was priced from."""
     write_5m, write_1h = writes(counts) if counts else (None, None)
     return {"cache_write_5m_input_tokens": write_5m, "cache_write_1h_input_tokens": write_1h}
 
 
-def cache_report(session: Session, prices: PriceTable | None = None) -> dict[str, Any]:
+def cache_report(session: Session, prices: PriceTable | None = None) -> CacheReport:
     """Rows (one per call, then one per landed request joined to no call), per-session
     totals, and why the report has nothing to say of the requests when none is joined to
     its call. ``prices`` is the shipped price table when None."""
@@ -192,9 +206,7 @@ def cache_report(session: Session, prices: PriceTable | None = None) -> dict[str
     }
 
 
-def _empty_because(
-    joined: JoinedSession, rows: list[dict[str, Any]], problems: list[str]
-) -> str | None:
+def _empty_because(joined: JoinedSession, rows: list[CacheRow], problems: list[str]) -> str | None:
     """Why no row is joined to a call, in the words of what is missing; None when one is.
 
     An empty report on its own reads as "nothing broke the cache"; it has to say whether no
@@ -211,7 +223,7 @@ def _empty_because(
     calls = [call for call in joined.transcript.calls.values() if not call.synthetic]
     if not calls:
         return f"{unjoined}: no transcript line of a model call landed for this session"
-    requests = [joined.bodies[row["request_id"]] for row in rows]
+    requests = [joined.bodies[row["request_id"]] for row in rows if row["request_id"]]
     if all(body.keys.prompt is None for body in requests):
         return f"{unjoined}: the requests carry no prompt ids (cc_prompt_id)"
     if not any(call.prompt_id for call in calls) and not joined.index:
@@ -223,12 +235,11 @@ def _empty_because(
     return f"{unjoined}: {said}" if said else unjoined
 
 
-def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    sums = {
-        key: sum(row[key] or 0 for row in rows)
-        for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-    }
-    by_cause: dict[str, dict[str, int]] = {}
+def _totals(rows: list[CacheRow]) -> CacheTotals:
+    input_tokens = sum(row["input_tokens"] or 0 for row in rows)
+    read = sum(row["cache_read_input_tokens"] or 0 for row in rows)
+    written = sum(row["cache_creation_input_tokens"] or 0 for row in rows)
+    by_cause: dict[str, ByCause] = {}
     for row in rows:
         if row["cause"] is None:
             continue
@@ -250,12 +261,10 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "requests": sum(row["request_id"] is not None for row in rows),
         "with_usage": sum(row["input_tokens"] is not None for row in rows),
-        **sums,
-        "hit_ratio": hit_ratio(
-            sums["cache_read_input_tokens"],
-            sums["cache_creation_input_tokens"],
-            sums["input_tokens"],
-        ),
+        "input_tokens": input_tokens,
+        "cache_read_input_tokens": read,
+        "cache_creation_input_tokens": written,
+        "hit_ratio": hit_ratio(read, written, input_tokens),
         "by_cause": by_cause,
         "rewritten_tokens": sum(row["rewritten_tokens"] or 0 for row in rows),
         "breaks": sum((row["rewritten_tokens"] or 0) > 0 for row in rows),
@@ -269,18 +278,18 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _breaks_by_evidence(rows: list[dict[str, Any]]) -> dict[str, int]:
+def _breaks_by_evidence(rows: list[CacheRow]) -> dict[str, int]:
     """Breaks by the source of their cause; ``none`` for those no evidence names."""
     found = dict.fromkeys([*SOURCES, "none"], 0)
     for row in rows:
         if row["rewritten_tokens"]:
             source = row["cause_from"]
             named = source in SOURCES and (source != "bodies" or row["cause"] in BREAKS)
-            found[source if named else "none"] += 1
+            found[source if named and source is not None else "none"] += 1
     return found
 
 
-def _api_agreement(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+def _api_agreement(rows: list[CacheRow]) -> dict[str, dict[str, int]]:
     """API cause -> the calls where it and other evidence both name a cause (``compared``),
     and those where they agree (:data:`asz.view.evidence.AGREES`)."""
     found: dict[str, dict[str, int]] = {}

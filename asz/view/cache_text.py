@@ -7,6 +7,7 @@ from typing import Any
 
 from asz.view.causes import show
 from asz.view.ranking import calls_by_cause
+from asz.view.records import CacheReport
 
 COLUMNS = (
     "#",
@@ -37,16 +38,17 @@ _KEYS = (
 )
 
 
-def report_cells(report: dict[str, Any], shown: Mapping[str, str] | None = None) -> list[list[str]]:
+def report_cells(report: CacheReport, shown: Mapping[str, str] | None = None) -> list[list[str]]:
     """The report's rows as text cells under ``COLUMNS``. ``shown`` maps body ids to the
     prefixes that name them in the session (``asz body`` takes them); an id it lacks, and
     every message id, is shown whole: an id is never cut so that it cannot be pasted."""
     table = []
     for n, row in enumerate(report["rows"], start=1):
+        request_id = row["request_id"]
         cells = {
             **row,
             "n": n,
-            "request_id": (shown or {}).get(row["request_id"], row["request_id"]),
+            "request_id": (shown or {}).get(request_id, request_id) if request_id else None,
         }
         line = [_cell(cells.get(key)) for key in _KEYS]
         line[_KEYS.index("waste_usd")] = dollars(row["waste_usd"])
@@ -58,7 +60,7 @@ def report_cells(report: dict[str, Any], shown: Mapping[str, str] | None = None)
     return table
 
 
-def report_summary(report: dict[str, Any]) -> list[str]:
+def report_summary(report: CacheReport) -> list[str]:
     """The lines after the table: the session's totals, each cause with its calls and the
     dollars it wasted, and why the report says nothing when it does not."""
     empty_because = report["empty_because"]
@@ -99,7 +101,7 @@ def _evidence_lines(totals: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _cause_lines(report: dict[str, Any]) -> list[str]:
+def _cause_lines(report: CacheReport) -> list[str]:
     """The report's calls per cause, most waste first, each with the tokens it wrote and
     re-wrote and the dollars it wasted; then the requests joined to no call on a line of
     their own. Most of those are side requests (a session's title, a compaction summary):

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from asz.store import MAIN_STREAM, TranscriptLine
-from asz.store.session_facts import SYNTHETIC_MODEL
+from asz.synthetic import SYNTHETIC_MODEL
 from asz.view.evidence import Seen, seen_on_line
 
 

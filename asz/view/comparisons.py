@@ -29,10 +29,8 @@ from asz.view.causes import (
 from asz.view.document import facts_of_response, not_an_object
 from asz.view.evidence import seconds_apart
 from asz.view.joins import JoinedSession
+from asz.view.records import Comparison
 from asz.view.shapes import Shape, ShapeReader
-
-Comparison = dict[str, Any]
-"""``previous``, ``cause``, ``detail`` and ``also`` of one landed request."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,16 @@ import orjson
 from asz.store import BodyNotFound, CodecError, Session
 from asz.view.calls import Call, Stream
 from asz.view.joins import JoinedSession, join_session, matching_prompt
+from asz.view.records import (
+    ViewBody,
+    ViewCall,
+    ViewDocument,
+    ViewSession,
+    ViewStart,
+    ViewStream,
+    ViewSummary,
+    ViewUnjoined,
+)
 
 SCHEMA = "asz.view/1"
 
@@ -82,7 +92,7 @@ def problems_of(joined: JoinedSession, bodies: list[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def build_view(session: Session, *, responses: bool = True) -> dict[str, Any]:
+def build_view(session: Session, *, responses: bool = True) -> ViewDocument:
     """The view document of one session (see ``docs/view.md``).
 
     Without ``responses`` no body is read: the calls' ``usage`` and ``stop_reason`` are null,
@@ -116,7 +126,7 @@ def build_view(session: Session, *, responses: bool = True) -> dict[str, Any]:
     }
 
 
-def _session(joined: JoinedSession) -> dict[str, Any]:
+def _session(joined: JoinedSession) -> ViewSession:
     transcript = joined.transcript
     models = dict.fromkeys(
         call.model for call in transcript.calls.values() if call.model and not call.synthetic
@@ -141,9 +151,9 @@ def _session(joined: JoinedSession) -> dict[str, Any]:
     }
 
 
-def _stream(joined: JoinedSession, stream: Stream) -> dict[str, Any]:
+def _stream(joined: JoinedSession, stream: Stream) -> ViewStream:
     start = stream.started_by
-    started_by = None
+    started_by: ViewStart | None = None
     if start is not None:
         parent = joined.transcript.calls[start.message_id]
         started_by = {
@@ -164,11 +174,9 @@ def _stream(joined: JoinedSession, stream: Stream) -> dict[str, Any]:
     }
 
 
-def _call(
-    joined: JoinedSession, call: Call, n: int, responses: ParsedBodies | None
-) -> dict[str, Any]:
+def _call(joined: JoinedSession, call: Call, n: int, responses: ParsedBodies | None) -> ViewCall:
     joins = joined.joins
-    bodies = []
+    bodies: list[ViewBody] = []
     facts = None
     for role, table in (("request", joins.request_of), ("response", joins.response_of)):
         record_id = table.get(call.message_id)
@@ -195,9 +203,9 @@ def _call(
     }
 
 
-def _summary(joined: JoinedSession, calls: list[dict[str, Any]]) -> dict[str, Any]:
+def _summary(joined: JoinedSession, calls: list[ViewCall]) -> ViewSummary:
     joins = joined.joins
-    unjoined = [
+    unjoined: list[ViewUnjoined] = [
         {
             "id": record_id,
             "role": joined.bodies[record_id].role,

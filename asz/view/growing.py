@@ -23,12 +23,11 @@ from typing import Any
 
 import orjson
 
+from asz.synthetic import SYNTHETIC_MODEL
 from asz.view.evidence import Seen, StreamEvidence, seen_on_line, strongest
 from asz.view.prices import DIGITS, PriceTable, cost_usd, waste_usd, writes
 from asz.view.usage import StreamBreaks, Usage, hit_ratio
 
-SYNTHETIC_MODEL = "<synthetic>"
-"""The model of a call Claude Code wrote itself and never sent (as ``asz.store`` names it)."""
 _WORTH_PARSING = (b"assistant", b"compact_boundary")
 """A line holding neither is none of the lines the figures need: it is not parsed."""
 _MAX_UNPRICED = 8

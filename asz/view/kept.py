@@ -2,7 +2,7 @@
 
 Building a report reads every landed body of the session; ``asz cache`` over every session,
 and the web view, would do that for each session each time. So a report is kept in
-``<session>/cache.json`` with what it was made from (``asz.store.derived``): the mark of the
+``<session>/cache.json`` with what it was made from (``asz.store._derived``): the mark of the
 session's landed files (``Session.landed_mark``; landed files never change once published)
 and the fingerprint of the price table. While both are the same, and the file is whole, the
 kept report is the report. The collector keeps
@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from asz.store import DerivedFile, Problem, Session, check_derived
-from asz.store.layout import report_path
+from asz.store import DerivedFile, Problem, Session, check_derived, report_path
 from asz.view.cache import cache_report
 from asz.view.prices import PriceTable
+from asz.view.records import CacheReport
 
 KEPT_REPORT = DerivedFile(report_path, schema=4, limit=1 << 30)
 """Schema 3: rows carry ``output_tokens``, the cache writes by lifetime and ``stop_reason``."""
@@ -27,26 +27,26 @@ KEPT_REPORT = DerivedFile(report_path, schema=4, limit=1 << 30)
 
 @dataclass(frozen=True, slots=True)
 class Reported:
-    report: dict[str, Any]
+    report: CacheReport
     """The session's report as its landed files are now."""
-    before: dict[str, Any] | None
+    before: CacheReport | None
     """The report kept before, whatever it was made from (None when there was none): what
     the collector counted already."""
 
 
-def session_report(session: Session, prices: PriceTable, *, keep: bool = True) -> dict[str, Any]:
+def session_report(session: Session, prices: PriceTable, *, keep: bool = True) -> CacheReport:
     """The session's report: the kept one while it holds, else built (and kept, with
     ``keep``, where the root may be written)."""
     return reported(session, prices, keep=keep).report
 
 
-def kept_report(session: Session) -> dict[str, Any] | None:
+def kept_report(session: Session) -> CacheReport | None:
     """The report kept for the session, whatever it was made from, or None; never builds
     one (``asz statusline`` takes the causes from it and may not wait for a build)."""
     kept = KEPT_REPORT.read(session)
     if kept is None or not _is_kept(kept.value, session):
         return None
-    report: dict[str, Any] = kept.value["report"]
+    report: CacheReport = kept.value["report"]
     return report
 
 
@@ -79,6 +79,6 @@ def _is_kept(value: Any, session: Session) -> bool:
 def check_kept(session: Session, prices: PriceTable, problems: list[Problem]) -> None:
     """``asz verify`` of the session's kept report, when it has one: made again from the
     landed files, a problem when the kept one was not whole or does not hold what they give
-    (``asz.store.verify.check_derived``)."""
+    (``asz.store._verify.check_derived``)."""
     if session.store.backend.exists(report_path(session.id)):
         check_derived(session, [KEPT_REPORT], lambda fresh: reported(fresh, prices), problems)

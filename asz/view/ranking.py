@@ -20,6 +20,7 @@ from typing import Any
 
 from asz.store import SessionSummary
 from asz.view.prices import DIGITS
+from asz.view.records import CacheReport, CacheRow
 from asz.view.spend import NO_REQUEST
 from asz.view.usage import hit_ratio
 from asz.zones import IN_UTC, Zone
@@ -40,7 +41,7 @@ class _Tally:
     waste_usd: float | None = None
     unpriced_calls: int = 0
 
-    def add(self, session: str, row: dict[str, Any]) -> None:
+    def add(self, session: str, row: CacheRow) -> None:
         self.sessions.add(session)
         self.calls += 1
         rewritten = row["rewritten_tokens"] or 0
@@ -96,7 +97,7 @@ class Ranking:
         self._unpriced: set[str] = set()
 
     def add(
-        self, summary: SessionSummary, report: dict[str, Any], problems: Iterable[str] = ()
+        self, summary: SessionSummary, report: CacheReport, problems: Iterable[str] = ()
     ) -> None:
         """Counts one session: its summary (where and when it ran), its cache report, and
         the problems met reading its summary (the report's own are added to them)."""
@@ -162,7 +163,7 @@ class Ranking:
         }
 
 
-def calls_by_cause(report: dict[str, Any]) -> list[dict[str, Any]]:
+def calls_by_cause(report: CacheReport) -> list[dict[str, Any]]:
     """One report's calls summed per cause, most waste first, as :meth:`Ranking.causes` sums
     them: each cause with its calls, breaks, tokens and dollars, so that a cause is read with
     what it cost. A request joined to no call is in none: it carries no usage."""
@@ -173,7 +174,7 @@ def calls_by_cause(report: dict[str, Any]) -> list[dict[str, Any]]:
     return _by_cause(causes)
 
 
-def cause_of(row: dict[str, Any]) -> str:
+def cause_of(row: CacheRow) -> str:
     """The cause a call row is summed under: its request's, or ``no_request`` when its
     request did not land (the usage says whether it broke, not why), as the service's
     counters count it."""

@@ -27,9 +27,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from asz.store.codec import common_prefix
-from asz.store.manifest import MAX_DEPTH
-from asz.store.scan import NotCuttable, array_items_from, message_spans
+from asz.store import MAX_DEPTH, NotCuttable, array_items_from, common_prefix, message_spans
 
 SHORT_TTL = 5 * 60
 LONG_TTL = 60 * 60

@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
+from asz.view.records import Epoch, ViewCall, ViewDocument
 from asz.words import count
 from asz.zones import IN_UTC, Zone
 
@@ -38,7 +38,7 @@ _TOKENS = (
 )
 
 
-def format_timeline(view: dict[str, Any], width: int, zone: Zone = IN_UTC) -> str:
+def format_timeline(view: ViewDocument, width: int, zone: Zone = IN_UTC) -> str:
     """The whole view in lines no wider than ``width``, but for a piece that alone is wider;
     its times in ``zone``."""
     sections = [
@@ -54,7 +54,7 @@ def format_timeline(view: dict[str, Any], width: int, zone: Zone = IN_UTC) -> st
 # -- the session --------------------------------------------------------------------------
 
 
-def _session(view: dict[str, Any], width: int, zone: Zone) -> list[str]:
+def _session(view: ViewDocument, width: int, zone: Zone) -> list[str]:
     session = view["session"]
     counts = session["counts"]
     summary = view["summary"]
@@ -107,7 +107,7 @@ def _span(first: object, last: object, zone: Zone) -> str:
 # -- streams ------------------------------------------------------------------------------
 
 
-def _streams(view: dict[str, Any], width: int, zone: Zone) -> list[str]:
+def _streams(view: ViewDocument, width: int, zone: Zone) -> list[str]:
     numbers = {call["message_id"]: call["n"] for call in view["calls"]}
     rows = [
         [
@@ -205,7 +205,7 @@ def _head(layout: str, stop: bool) -> tuple[list[str], set[int]]:
     return _TITLES[:3], {0}
 
 
-def _calls(view: dict[str, Any], width: int, zone: Zone) -> list[str]:
+def _calls(view: ViewDocument, width: int, zone: Zone) -> list[str]:
     bodies = view["summary"]["bodies_landed"] > 0
     items = [_call_item(call, order, bodies, zone) for order, call in enumerate(view["calls"])]
     start = len(items)
@@ -258,7 +258,7 @@ def _compaction(aligned: str, item: _Item, width: int, under: str) -> list[str]:
     return _pack(prefix, _pieces(item.text), width, under)
 
 
-def _call_item(call: dict[str, Any], order: int, bodies: bool, zone: Zone) -> _Item:
+def _call_item(call: ViewCall, order: int, bodies: bool, zone: Zone) -> _Item:
     """A call; ``bodies``: the session has landed bodies, so a call without one says so."""
     usage = call["usage"] if isinstance(call["usage"], dict) else None
     details = [(escaped(body["role"]), [escaped(body["id"])]) for body in call["provider_bodies"]]
@@ -277,7 +277,7 @@ def _call_item(call: dict[str, Any], order: int, bodies: bool, zone: Zone) -> _I
     return _Item(_when(call["time"]), order, cells, tokens, details=tuple(details))
 
 
-def _epoch_item(epoch: dict[str, Any], order: int, zone: Zone) -> _Item:
+def _epoch_item(epoch: Epoch, order: int, zone: Zone) -> _Item:
     said = [] if epoch["trigger"] is None else [escaped(epoch["trigger"])]
     if isinstance(epoch["pre_tokens"], int):
         said.append(f"{epoch['pre_tokens']:,} tokens before")
@@ -289,7 +289,7 @@ def _epoch_item(epoch: dict[str, Any], order: int, zone: Zone) -> _Item:
 # -- what did not join, and what did not read ---------------------------------------------
 
 
-def _unjoined(view: dict[str, Any], width: int) -> list[str]:
+def _unjoined(view: ViewDocument, width: int) -> list[str]:
     unjoined = view["summary"]["unjoined"]
     if not unjoined:
         return []
@@ -301,7 +301,7 @@ def _unjoined(view: dict[str, Any], width: int) -> list[str]:
     return lines
 
 
-def _problems(view: dict[str, Any], width: int) -> list[str]:
+def _problems(view: ViewDocument, width: int) -> list[str]:
     """Only how many: ``asz view`` says each problem on stderr, once."""
     problems = view["problems"]
     if not problems:

@@ -26,18 +26,16 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from asz.bodykeys import is_session_id
 from asz.store import BodyNotFound, CodecError, Session, SessionSummary, Store, UnknownSession
 from asz.view import build_view
 from asz.view.kept import session_report
 from asz.view.prices import PriceTable
+from asz.view.records import CacheReport, CacheTotals, ViewDocument
 from asz.web.prompts import Prompt, session_prompts
 from asz.web.timeline import Timeline, timeline
-
-if TYPE_CHECKING:
-    from asz.analytics.tables import TableFacts
 
 LARGE_KEPT = 4
 """Sessions whose view, report and timeline are kept in memory: the ones looked at last."""
@@ -50,12 +48,21 @@ class Missing(LookupError):
     """What a page asked for is not in the root; its text says what (the 404 page's)."""
 
 
+class Tables(Protocol):
+    """What the analytics tables say of some sessions (``asz.analytics.tables.TableFacts``):
+    a session's summary and report while they hold for its landed files, else None."""
+
+    def summary(self, session: Session) -> SessionSummary | None: ...
+
+    def report(self, session: str) -> CacheReport | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Listed:
     """One session as the session list shows it."""
 
     summary: SessionSummary
-    totals: dict[str, Any]
+    totals: CacheTotals
     """The cache report's totals (hit ratio, re-written tokens, cost and waste)."""
     prompts: list[Prompt]
     """The session's prompts, for the search box."""
@@ -77,7 +84,7 @@ class Library:
         self,
         store: Store,
         prices: PriceTable,
-        tables: Callable[[list[str]], TableFacts | None] | None = None,
+        tables: Callable[[list[str]], Tables | None] | None = None,
     ) -> None:
         self.store = store
         self.prices = prices
@@ -154,18 +161,17 @@ class Library:
         with self._using(session):
             return self._kept(self._small, "summary", session, mark, session.summary)
 
-    def _totals(self, session: Session, mark: str) -> dict[str, Any]:
-        totals: dict[str, Any] = self.report(session, mark)["totals"]
-        return totals
+    def _totals(self, session: Session, mark: str) -> CacheTotals:
+        return self.report(session, mark)["totals"]
 
-    def view(self, session: Session) -> dict[str, Any]:
+    def view(self, session: Session) -> ViewDocument:
         """The session's view document (``asz view --json``)."""
         with self._using(session):
             return self._kept(
                 self._large, "view", session, session.landed_mark(), lambda: build_view(session)
             )
 
-    def report(self, session: Session, mark: str | None = None) -> dict[str, Any]:
+    def report(self, session: Session, mark: str | None = None) -> CacheReport:
         """The session's cache report (``asz cache SESSION --json``): the root's kept one
         while it holds, else built; never kept in the root, but kept where the root's
         derived state lives apart from it (an archive's local cache). ``mark``: its landed

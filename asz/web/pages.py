@@ -19,6 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from asz.view.records import ViewDocument
 from asz.web.chart import cache_chart, weight_bar
 from asz.web.compare import difference
 from asz.web.formats import FILTERS, visible
@@ -230,7 +231,7 @@ def _counted(calls: int, compactions: int) -> str:
     return f"{said}, {count(compactions, 'compaction')}" if compactions else said
 
 
-def _call_of(view: dict[str, Any], in_time: Timeline, record_id: str) -> CallRow | None:
+def _call_of(view: ViewDocument, in_time: Timeline, record_id: str) -> CallRow | None:
     """The call a body joined, if one did."""
     for call in view["calls"]:
         if any(body["id"] == record_id for body in call["provider_bodies"]):

@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from asz.atomic import DirSyncs
 from asz.store import LocalBackend, Store, TempFile
-from asz.store.atomic import DirSyncs
 
 DERIVED_BYTES = 64 << 20
 """Derived state kept in memory, at most (see the module)."""

@@ -11,7 +11,8 @@ page uses these numbers. Times are Claude Code's (UTC, one fixed form), so they 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+
+from asz.view.records import CacheReport, CacheRow, ViewCall, ViewDocument
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +64,7 @@ class Timeline:
         return before, self.calls[place], after
 
 
-def timeline(view: dict[str, Any], report: dict[str, Any]) -> Timeline:
+def timeline(view: ViewDocument, report: CacheReport) -> Timeline:
     """The session's calls and compactions merged in time."""
     rows = {row["message_id"]: row for row in report["rows"] if row["message_id"]}
     started: dict[str, list[str]] = {}
@@ -72,7 +73,7 @@ def timeline(view: dict[str, Any], report: dict[str, Any]) -> Timeline:
         if by:
             started.setdefault(by["message_id"], []).append(stream["id"])
     calls = [
-        _call(call, rows.get(call["message_id"], {}), started.get(call["message_id"], []))
+        _call(call, rows.get(call["message_id"]), started.get(call["message_id"], []))
         for call in view["calls"]
     ]
     compactions: list[CallRow | CompactionRow] = [
@@ -89,24 +90,28 @@ def _when(item: CallRow | CompactionRow) -> tuple[bool, str]:
     return (item.time is None, item.time or "")
 
 
-def _call(call: dict[str, Any], row: dict[str, Any], starts: list[str]) -> CallRow:
-    usage = call.get("usage") or {}
+def _call(call: ViewCall, row: CacheRow | None, starts: list[str]) -> CallRow:
+    """A call as the timeline shows it: its cache report row's figures, or its response's
+    usage for a call the report has no row of."""
+    usage = call["usage"] or {}
     return CallRow(
         n=call["n"],
         message_id=call["message_id"],
         stream=call["stream"],
-        time=call.get("time"),
-        model=call.get("model"),
-        synthetic=bool(call.get("synthetic")),
-        input_tokens=row.get("input_tokens", usage.get("input_tokens")),
-        read=row.get("cache_read_input_tokens", usage.get("cache_read_input_tokens")),
-        written=row.get("cache_creation_input_tokens", usage.get("cache_creation_input_tokens")),
+        time=call["time"],
+        model=call["model"],
+        synthetic=bool(call["synthetic"]),
+        input_tokens=row["input_tokens"] if row else usage.get("input_tokens"),
+        read=row["cache_read_input_tokens"] if row else usage.get("cache_read_input_tokens"),
+        written=(
+            row["cache_creation_input_tokens"] if row else usage.get("cache_creation_input_tokens")
+        ),
         output_tokens=usage.get("output_tokens"),
-        stop_reason=call.get("stop_reason"),
-        cause=row.get("cause"),
-        detail=row.get("detail"),
-        rewritten=row.get("rewritten_tokens"),
-        waste_usd=row.get("waste_usd"),
-        cost_usd=row.get("cost_usd"),
+        stop_reason=call["stop_reason"],
+        cause=row["cause"] if row else None,
+        detail=row["detail"] if row else None,
+        rewritten=row["rewritten_tokens"] if row else None,
+        waste_usd=row["waste_usd"] if row else None,
+        cost_usd=row["cost_usd"] if row else None,
         starts=tuple(starts),
     )

@@ -1,0 +1,391 @@
+"""The redacted counterpart of a root: what a push sends while the redaction policy is on.
+
+Under ``_state/redacted/<policy fingerprint>/`` (private, like all of ``_state``) each landed
+file of the root has, once a push needed it, a counterpart of the same path and sequence
+number: a landed file in the store's own format whose records hold what the root's hold,
+redacted (``asz.redact.Redactor``), and whose digests are those of the redacted bytes, so
+that it verifies as any landed file does. Beside it, ``<name>.asz.redactions.json`` says
+which rules fired at which JSON paths (never a value).
+
+- Bodies are rebuilt from the root, each through ``Redactor.body``, and cut again with the
+  store's codec against what the counterpart's earlier files hold: the cut state of a session
+  (its pieces, its copy bases) carries from one file to the next, as it does when landing.
+- Transcript windows are redacted line by line (``Redactor.line``; a sidecar snapshot as one
+  document), at offsets of the redacted stream: each window starts where the redacted bytes
+  of the window it follows in the root ended.
+- Index lines are redacted each through ``Redactor.line``, keeping their offsets.
+
+A counterpart carries the time and writer of the file it stands for and names the policy
+in its header (``redacted``), so that making it again (the directory lost) gives the same
+bytes, which the bucket then already holds. It is made through ``SessionWriter`` like any
+landed file: written under a temporary name, read back, flushed and published without
+replacing anything (up to ``BATCH_FILES`` of a session together, after one flush), its
+record written just before it is staged; a crash at any instant leaves files
+that are whole, each with its record, and temporary files the next push removes. A push
+that resumes makes only the files the counterpart lacks, reading (never redacting again)
+the ones it has: redaction costs what lands, once.
+
+A file whose redaction fails (``ScannerFailed``, or any error while it is made) is not made,
+and neither is any later file of its session, which may name its pieces: nothing of them
+goes, and never raw.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from asz.atomic import private_dir, remove_stale_temps
+from asz.config import Config
+from asz.redact import Hit, Redactor, configured_redactor
+from asz.store import (
+    BODY_KIND,
+    INDEX_KIND,
+    MAX_CONTENT_BYTES,
+    REDACT_KEY_FILE,
+    REDACTED_DIR,
+    SNAPSHOT,
+    STATE_DIR,
+    TRANSCRIPT_KIND,
+    Batch,
+    BodyKeys,
+    HeldBodies,
+    LandedFile,
+    LandedName,
+    LocalBackend,
+    Record,
+    Repeat,
+    Session,
+    SessionBodies,
+    SessionWriter,
+    Store,
+    redactions_path,
+)
+
+__all__ = [
+    "BUCKET_RECORDS",
+    "RECORD_FORMAT",
+    "Made",
+    "RedactedRoot",
+    "bucket_record",
+    "redacted_root",
+    "root_redactor",
+]
+
+RECORD_FORMAT = "asz.redactions/1"
+BUCKET_RECORDS = "_archive/redactions"
+"""Where the archive keeps each pushed file's redaction record: beside the sessions, under a
+name no reader of sessions lists."""
+BATCH_FILES = 64
+BATCH_BYTES = 32 << 20
+"""Counterparts published together after one flush, at most, as transcript windows land."""
+_KEEP_HEADER = ("source", "stream", "shape", "src", "lost")
+"""What a counterpart's header keeps of its file's (besides kind, session, sequence)."""
+
+
+@dataclass(slots=True)
+class Made:
+    """How far a session's counterpart goes: its files up to the first that could not be
+    made (``failed``: its path and why), and the hits of the files made now."""
+
+    ready: list[LandedName] = field(default_factory=list)
+    failed: tuple[str, str] | None = None
+    made: int = 0
+    rules: collections.Counter[str] = field(default_factory=collections.Counter)
+
+
+@dataclass(slots=True)
+class _State:
+    """What making the next file of a session needs of the files before it."""
+
+    source: HeldBodies = field(default_factory=HeldBodies)
+    redacted: SessionBodies = field(default_factory=SessionBodies)
+    offsets: dict[str, dict[int, int]] = field(default_factory=dict)
+    """Per stream directory: a window's start or end in the root -> the same in the
+    counterpart."""
+
+
+@dataclass(slots=True)
+class _Staged:
+    """Counterparts staged in one batch, across sessions: each is made once published."""
+
+    batch: Batch
+    pending: list[tuple[Made, LandedName, collections.Counter[str] | None]] = field(
+        default_factory=list
+    )
+    """Each file in order, its session's outcome, and its hits (None: it was made before)."""
+
+    def publish(self) -> None:
+        """Publishes what is staged after one flush of it all; when that fails, each session
+        with a file in it fails at its first one."""
+        pending, self.pending = self.pending, []
+        try:
+            self.batch.commit()
+        except Exception as err:
+            for made, name, _rules in reversed(pending):
+                made.failed = (name.path, _said(err))
+            return
+        for made, name, rules in pending:
+            made.ready.append(name)
+            if rules is not None:
+                made.made += 1
+                made.rules.update(rules)
+
+
+class RedactedRoot:
+    """The counterpart of the root ``store`` reads, kept in ``path`` (a private directory
+    of one policy's), made with one redactor (see the module)."""
+
+    def __init__(self, path: Path, store: Store, redactor: Redactor) -> None:
+        self.store = store
+        self.redactor = redactor
+        self.fingerprint = redactor.policy.fingerprint
+        self.path = path
+        self.shadow = Store(LocalBackend(self.path))
+        self._swept = False
+
+    def holds(self, path: str) -> bool:
+        """Whether the counterpart of ``path`` is made (its record is written before it)."""
+        return self.shadow.backend.exists(path)
+
+    def read(self, path: str) -> bytes:
+        return self.shadow.backend.read(path, MAX_CONTENT_BYTES)
+
+    def size(self, path: str) -> int:
+        return self.shadow.size_of(path)
+
+    def record(self, path: str) -> bytes:
+        """The redaction record of the counterpart of ``path``."""
+        return self.shadow.backend.read(redactions_path(path), MAX_CONTENT_BYTES)
+
+    def rules(self, path: str) -> collections.Counter[str]:
+        """How many markers each rule left in the counterpart of ``path``."""
+        counts: collections.Counter[str] = collections.Counter()
+        with contextlib.suppress(OSError, orjson.JSONDecodeError, AttributeError, TypeError):
+            counts.update(orjson.loads(self.record(path)).get("rules", {}))
+        return counts
+
+    def make(self, session_id: str, upto: LandedName) -> Made:
+        """Makes every missing counterpart of the session's files up to ``upto``."""
+        return self.make_all([(session_id, upto)])[session_id]
+
+    def make_all(self, wanted: list[tuple[str, LandedName]]) -> dict[str, Made]:
+        """Makes every missing counterpart of each session's files up to the file named
+        with it, in sequence order, each session stopping at its first file that fails (see
+        the module). Files are published a batch at a time, across sessions."""
+        if not self._swept:
+            # Only the holder of the push lock writes here: a temporary file is a dead one's.
+            private_dir(self.path)
+            remove_stale_temps(self.path)
+            self._swept = True
+        staged = _Staged(self.shadow.batch())
+        made = {session: self._make_session(session, upto, staged) for session, upto in wanted}
+        staged.publish()
+        return made
+
+    def _make_session(self, session_id: str, upto: LandedName, staged: _Staged) -> Made:
+        session = self.store.open_session(session_id)
+        names = [name for name in session.landed() if name.seq <= upto.seq]
+        made = Made()
+        missing = [name for name in names if not self.holds(name.path)]
+        if not missing:
+            made.ready = names
+            return made
+        first = missing[0].seq
+        kinds = {name.kind for name in missing}
+        streams = {name.path.rsplit("/", 1)[0] for name in missing if name.kind == TRANSCRIPT_KIND}
+        state = _State()
+        for name in names:
+            if name.seq < first:
+                if name.kind == BODY_KIND and BODY_KIND in kinds:
+                    self._follow_bodies(session, name, state)
+                elif name.kind == TRANSCRIPT_KIND and name.path.rsplit("/", 1)[0] in streams:
+                    self._follow_windows(session, name, state)
+                made.ready.append(name)
+                continue
+            rules = None
+            try:
+                if self.holds(name.path):
+                    self._follow(session, name, state)
+                else:
+                    rules = self._make(session, name, state, staged.batch)
+            except Exception as err:  # anything: the file goes redacted or not at all
+                made.failed = (name.path, _said(err))
+                break
+            staged.pending.append((made, name, rules))
+            if len(staged.batch) >= BATCH_FILES or staged.batch.size >= BATCH_BYTES:
+                staged.publish()
+                if made.failed is not None:
+                    break
+        return made
+
+    # -- following what is made ---------------------------------------------------------------
+
+    def _follow(self, session: Session, name: LandedName, state: _State) -> None:
+        if name.kind == BODY_KIND:
+            self._follow_bodies(session, name, state)
+        elif name.kind == TRANSCRIPT_KIND:
+            self._follow_windows(session, name, state)
+
+    def _follow_bodies(self, session: Session, name: LandedName, state: _State) -> None:
+        """Holds a body file's records and its counterpart's, as making the next needs."""
+        for held, landed in ((state.source, session.read(name)), (state.redacted, self._of(name))):
+            for record in landed.records:
+                try:
+                    held.add(Record(meta=record.meta, payload=record.payload))
+                except Repeat:
+                    continue
+
+    def _follow_windows(self, session: Session, name: LandedName, state: _State) -> None:
+        """Maps a transcript file's windows to its counterpart's."""
+        offsets = state.offsets.setdefault(name.path.rsplit("/", 1)[0], {0: 0})
+        for raw, red in zip(session.read(name).records, self._of(name).records, strict=True):
+            offsets[raw.meta["off"]] = red.meta["off"]
+            offsets[raw.meta["off"] + len(raw.payload)] = red.meta["off"] + len(red.payload)
+
+    def _of(self, name: LandedName) -> LandedFile:
+        return self.shadow.open_session(name.path.split("/", 1)[0]).read(name)
+
+    # -- making ---------------------------------------------------------------------------------
+
+    def _make(
+        self, session: Session, name: LandedName, state: _State, batch: Batch
+    ) -> collections.Counter[str]:
+        """Stages the counterpart of ``name`` in ``batch``, its record written first."""
+        landed = session.read(name)
+        hits: list[dict[str, Any]] = []
+        if name.kind == BODY_KIND:
+            records = list(self._bodies(landed, state, hits))
+        elif name.kind == TRANSCRIPT_KIND:
+            records = list(self._windows(name, landed, state, hits))
+        elif name.kind == INDEX_KIND:
+            records = list(self._index(landed, hits))
+        else:
+            raise ValueError(f"{name.kind} is not a kind of landed file")
+        rules = collections.Counter(str(hit["rule"]) for hit in hits)
+        record = {
+            "format": RECORD_FORMAT,
+            "path": name.path,
+            "policy": self.fingerprint,
+            "rules": dict(sorted(rules.items())),
+            "hits": hits,
+        }
+        backend = self.shadow.backend
+        backend.replace_derived(redactions_path(name.path), orjson.dumps(record) + b"\n")
+        header = {key: landed.header[key] for key in _KEEP_HEADER if key in landed.header}
+        header["redacted"] = self.fingerprint
+        stamp = {key: landed.header.get(key) for key in ("at", "writer")}
+        writer = SessionWriter(
+            backend,
+            session.id,
+            batch,
+            compression=self.shadow.compression,
+            numbered=lambda: (name.seq - 1, 0),
+        )
+        writer.land(name.kind, name.path.rsplit("/", 1)[0], header, records, stamp=stamp)
+        return rules
+
+    def _bodies(
+        self, landed: LandedFile, state: _State, hits: list[dict[str, Any]]
+    ) -> Iterator[tuple[dict[str, Any], bytes]]:
+        for row in landed.records:
+            meta = row.meta
+            try:
+                state.source.add(Record(meta=meta, payload=row.payload))
+            except Repeat:
+                continue
+            record_id = str(meta["id"])
+            redacted = self.redactor.body(state.source.rebuild(record_id))
+            hits += _hits(record_id, redacted.hits)
+            try:
+                record = state.redacted.take(
+                    record_id,
+                    str(meta["role"]),
+                    str(meta["src"]),
+                    redacted.data,
+                    BodyKeys.from_dict(meta.get("keys")),
+                )
+            except Repeat:
+                continue
+            yield record.meta, record.payload
+
+    def _windows(
+        self, name: LandedName, landed: LandedFile, state: _State, hits: list[dict[str, Any]]
+    ) -> Iterator[tuple[dict[str, Any], bytes]]:
+        offsets = state.offsets.setdefault(name.path.rsplit("/", 1)[0], {0: 0})
+        snapshot = landed.header.get("shape") == SNAPSHOT
+        for row in landed.records:
+            meta = row.meta
+            off, line = meta["off"], meta["line"]
+            if off not in offsets:
+                raise ValueError(f"a window at byte {off} follows no window of its stream")
+            if snapshot:
+                redacted = self.redactor.body(row.payload)
+                hits += _hits(f"line {line}", redacted.hits)
+                payload = redacted.data
+            else:
+                if row.payload and not row.payload.endswith(b"\n"):
+                    raise ValueError(f"the window at byte {off} does not end with a whole line")
+                parts: list[bytes] = []
+                for n, text in enumerate(row.payload.split(b"\n")[:-1], line):
+                    body = text.rstrip(b"\r")
+                    redacted = self.redactor.line(body)
+                    hits += _hits(f"line {n}", redacted.hits)
+                    parts += (redacted.data, text[len(body) :], b"\n")
+                payload = b"".join(parts)
+            start = offsets[off]
+            offsets[off + len(row.payload)] = start + len(payload)
+            yield (
+                {**meta, "off": start, "sha256": hashlib.sha256(payload).hexdigest()},
+                payload,
+            )
+
+    def _index(
+        self, landed: LandedFile, hits: list[dict[str, Any]]
+    ) -> Iterator[tuple[dict[str, Any], bytes]]:
+        for row in landed.records:
+            redacted = self.redactor.line(row.payload)
+            hits += _hits(f"index line at byte {row.meta.get('off')}", redacted.hits)
+            yield {**row.meta, "sha256": hashlib.sha256(redacted.data).hexdigest()}, redacted.data
+
+
+def root_redactor(config: Config, key_file: Path) -> Redactor | None:
+    """The config's redactor (``asz.redact.configured_redactor``, the key kept in
+    ``key_file`` when none is given); None when the policy is off and files go raw."""
+    redactor = configured_redactor(config, key_file)
+    return redactor if redactor.policy.enabled else None
+
+
+def redacted_root(config: Config, root: Path, store: Store) -> RedactedRoot | None:
+    """What a push from ``root`` sends under the config's policy; None: the files go raw."""
+    redactor = root_redactor(config, root / STATE_DIR / REDACT_KEY_FILE)
+    if redactor is None:
+        return None
+    return RedactedRoot(
+        root / STATE_DIR / REDACTED_DIR / redactor.policy.fingerprint, store, redactor
+    )
+
+
+def bucket_record(path: str) -> str:
+    """The archive's path of the redaction record of the landed file at ``path``."""
+    return f"{BUCKET_RECORDS}/{path}.json"
+
+
+def _hits(where: str, hits: tuple[Hit, ...]) -> list[dict[str, Any]]:
+    return [{"at": where, "rule": hit.rule, "path": hit.path} for hit in hits]
+
+
+def _said(err: Exception) -> str:
+    """Why a file was not made, in words that never carry what was being redacted: the
+    exception's kind, and its message only when it is one of ours."""
+    kind = type(err).__name__
+    if type(err).__module__.startswith("asz.") and str(err):
+        return f"{kind}: {err}"
+    return kind

@@ -1,0 +1,130 @@
+"""Where each kind of landed file sits in a root, as paths relative to it (see ``asz.store``).
+
+Pure names and no I/O, so that every backend, writer and reader agrees on them: a path is a
+``/``-separated string relative to the root, whatever holds the root.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from asz.bodykeys import is_session_id
+
+LANDED_SUFFIX = ".asz"
+BODY_KIND = "provider_body"
+INDEX_KIND = "provider_index"
+TRANSCRIPT_KIND = "transcript"
+KINDS = (BODY_KIND, INDEX_KIND, TRANSCRIPT_KIND)
+TRANSCRIPTS_DIR = "transcripts"
+STREAM_PREFIX = "s-"
+SEQ_FILE = "seq"
+SUMMARY_FILE = "summary.json"
+REPORT_FILE = "cache.json"
+MANIFESTS_FILE = "manifests.json"
+FACTS_FILE = "facts.json"
+CURSOR_FILE = "cursor.json"
+"""The derived files of a session (``asz.store._derived``); a cursor is one per stream."""
+STATE_DIR = "_state"
+LOCK_FILE = "_lock"
+PUSH_LOCK_FILE = "archive-push.lock"
+EXPORT_LOCK_FILE = "otlp-export.lock"
+"""Under ``_state``: one push, and one OTLP export, from a root at a time."""
+ROOT_ID_FILE = "root-id"
+"""Under ``_state``: the root's own random id, which names the analytics files it writes."""
+ANALYTICS_DIR = "analytics"
+"""Under ``_state``: ``<target digest>.json``, what was written to each analytics target."""
+ANALYTICS_LOCK_FILE = "analytics.lock"
+"""Under ``_state``: one analytics writer from a root at a time."""
+REDACT_KEY_FILE = "redact.key"
+"""Under ``_state``: the redaction key made for a root that was given none (``asz.redact``)."""
+REDACTED_DIR = "redacted"
+"""Under ``_state``: the redacted counterpart of the root a push sends, one directory per
+redaction policy (``asz.archive.redacted``)."""
+REDACTIONS_SUFFIX = ".redactions.json"
+"""Beside a redacted landed file: the rules that fired in it, at which JSON paths."""
+_LANDED_NAME = re.compile(r"^([a-z_]+)-(\d{8,})\.asz$")
+
+
+class NotASession(ValueError):
+    """A session id that is not in Claude Code's UUID form; it never names a directory."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class LandedName:
+    """A landed file's place in its session's sequence, its kind and its path in the root."""
+
+    seq: int
+    kind: str
+    path: str
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+def session_dir(session: str) -> str:
+    """The session's directory; raises NotASession for anything not in Claude Code's form."""
+    if not is_session_id(session):
+        raise NotASession(f"{session!r} is not a Claude Code session id")
+    return session
+
+
+def bodies_dir(session: str) -> str:
+    return f"{session_dir(session)}/{BODY_KIND}"
+
+
+def index_dir(session: str) -> str:
+    return f"{session_dir(session)}/{INDEX_KIND}"
+
+
+def transcripts_dir(session: str) -> str:
+    return f"{session_dir(session)}/{TRANSCRIPTS_DIR}"
+
+
+def stream_key(relpath: str) -> str:
+    """The directory a transcript source lands in, from its path under the projects dir: any
+    name, however odd, maps to a safe directory name, and a source always to the same one."""
+    return STREAM_PREFIX + hashlib.sha256(relpath.encode()).hexdigest()[:16]
+
+
+def stream_dir(session: str, relpath: str) -> str:
+    return f"{transcripts_dir(session)}/{stream_key(relpath)}"
+
+
+def seq_file(session: str) -> str:
+    return f"{session_dir(session)}/{SEQ_FILE}"
+
+
+def summary_path(session: str) -> str:
+    return f"{session_dir(session)}/{SUMMARY_FILE}"
+
+
+def report_path(session: str) -> str:
+    return f"{session_dir(session)}/{REPORT_FILE}"
+
+
+def manifests_path(session: str) -> str:
+    return f"{session_dir(session)}/{MANIFESTS_FILE}"
+
+
+def facts_path(session: str) -> str:
+    return f"{transcripts_dir(session)}/{FACTS_FILE}"
+
+
+def redactions_path(path: str) -> str:
+    """The redaction record of the redacted landed file at ``path``."""
+    return path + REDACTIONS_SUFFIX
+
+
+def landed_name(kind: str, seq: int) -> str:
+    return f"{kind}-{seq:08d}{LANDED_SUFFIX}"
+
+
+def parse_landed(directory: str, name: str) -> LandedName | None:
+    """The landed file ``name`` in ``directory``, or None for any other name."""
+    match = _LANDED_NAME.match(name)
+    if match is None:
+        return None
+    return LandedName(int(match.group(2)), match.group(1), f"{directory}/{name}")
