@@ -300,16 +300,18 @@ def test_a_range_of_an_object_is_a_ranged_read(
             store.backend.write_temp(name.path, b"x")  # a reader never writes to the bucket
 
 
+@pytest.mark.parametrize("redact", [False, True], ids=["raw", "redacted"])
 def test_push_writes_nothing_through_a_link_in_the_root(
-    s3: S3Server, landed: tuple[Machine, dict], tmp_path: Path
+    s3: S3Server, landed: tuple[Machine, dict], tmp_path: Path, redact: bool
 ) -> None:
+    """Not the push record, nor the redaction key a redacting push keeps under ``_state``."""
     machine, _ = landed
     copy = Machine(tmp_path / "copy")
     shutil.copytree(machine.root, copy.root, ignore=shutil.ignore_patterns("_state"))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (copy.root / "_state").symlink_to(elsewhere)
-    done = copy.push(copy.configure(s3.endpoint, "linked"))
+    done = copy.push(copy.configure(s3.endpoint, "linked", redact=redact))
     assert done.returncode == 1 and b"symbolic link" in done.stderr
     assert list(elsewhere.iterdir()) == []
     assert s3.objects("linked/") == {}

@@ -358,9 +358,11 @@ class RedactedRoot:
 
 def root_redactor(config: Config, key_file: Path) -> Redactor | None:
     """The config's redactor (``asz.redact.configured_redactor``, the key kept in
-    ``key_file`` when none is given); None when the policy is off and files go raw."""
-    redactor = configured_redactor(config, key_file)
-    return redactor if redactor.policy.enabled else None
+    ``key_file`` when none is given); None when the policy is off and files go raw, and then
+    no key is looked for or made."""
+    if not config.redact.enabled:
+        return None
+    return configured_redactor(config, key_file)
 
 
 def redacted_root(config: Config, root: Path, store: Store) -> RedactedRoot | None:

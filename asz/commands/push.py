@@ -64,21 +64,24 @@ def run(args: argparse.Namespace, config: Config) -> int:
     bucket = open_bucket(config.archive.url, config.archive)
     store = open_store(root)
     try:
-        redacted = redacted_root(config, root, store)
-    except ValueError as err:
-        raise UsageError(f"redaction: {err}") from None
-    pusher = Pusher(
-        root,
-        store,
-        landed_admits(config, store),
-        ArchiveUrl.parse(config.archive.url),
-        bucket,
-        workers=config.archive.workers,
-        redacted=redacted,
-    )
-    try:
-        with push_lock(root), _stopped_by_signals(pusher) as signalled:
-            tally = pusher.run(dry_run=args.dry_run, relist=args.relist)
+        # The redaction key is kept under _state: made only once the lock has found the
+        # root safe to write into (no link, no other user's directory).
+        with push_lock(root):
+            try:
+                redacted = redacted_root(config, root, store)
+            except ValueError as err:
+                raise UsageError(f"redaction: {err}") from None
+            pusher = Pusher(
+                root,
+                store,
+                landed_admits(config, store),
+                ArchiveUrl.parse(config.archive.url),
+                bucket,
+                workers=config.archive.workers,
+                redacted=redacted,
+            )
+            with _stopped_by_signals(pusher) as signalled:
+                tally = pusher.run(dry_run=args.dry_run, relist=args.relist)
     except (PushBusy, UnsafeRoot) as err:
         print(f"asz: {err}", file=sys.stderr)
         return EXIT_FAILED

@@ -99,19 +99,21 @@ class PushLoop:
             url = self.config.archive.url
             if self._bucket is None:  # one client for the service's life: it keeps connections
                 self._bucket = open_bucket(url, self.config.archive)
-            self._pusher = Pusher(
-                self.config.root,
-                self.store,
-                landed_admits(self.config, self.store),  # afresh: a waiting session is judged
-                ArchiveUrl.parse(url),
-                self._bucket,
-                workers=self.config.archive.workers,
-                progress=self.metrics.archive,
-                redacted=redacted_root(self.config, self.config.root, self.store),
-            )
-            if self._stopping:  # the stop came while the pusher was being built
-                self._pusher.stop("the service is stopping")
+            # The redaction key is kept under _state: made only once the lock has found the
+            # root safe to write into.
             with push_lock(self.config.root):
+                self._pusher = Pusher(
+                    self.config.root,
+                    self.store,
+                    landed_admits(self.config, self.store),  # afresh: a waiting one is judged
+                    ArchiveUrl.parse(url),
+                    self._bucket,
+                    workers=self.config.archive.workers,
+                    progress=self.metrics.archive,
+                    redacted=redacted_root(self.config, self.config.root, self.store),
+                )
+                if self._stopping:  # the stop came while the pusher was being built
+                    self._pusher.stop("the service is stopping")
                 tally = self._pusher.run()
             if tally.interrupted:
                 self.log.info("push_stopped", message=stop_line(tally), **tally.as_dict())
