@@ -27,16 +27,16 @@ def write_facts(
     compacts the days that are due; AnalyticsBusy at once when another writer holds the
     root's lock, ValueError when the ``[redact]`` policy or key cannot be used (nothing is
     written raw)."""
-    redactor = configured_redactor(config, root / STATE_DIR / REDACT_KEY_FILE)
-    place = open_place(target, config.archive)
-    export = FactsExport(
-        store,
-        root,
-        place,
-        price_table(config.prices),
-        redactor,
-        quiet_seconds=config.analytics.quiet_seconds,
-    )
     busy = lambda: AnalyticsBusy(f"another analytics writer from {root} is running")  # noqa: E731
     with state_lock(root, ANALYTICS_LOCK_FILE, busy):
+        # The key is kept under _state: made only once the lock found the root safe.
+        redactor = configured_redactor(config, root / STATE_DIR / REDACT_KEY_FILE)
+        export = FactsExport(
+            store,
+            root,
+            open_place(target, config.archive),
+            price_table(config.prices),
+            redactor,
+            quiet_seconds=config.analytics.quiet_seconds,
+        )
         return export.run(sessions)
