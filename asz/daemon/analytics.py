@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from structlog.typing import FilteringBoundLogger
 
-from asz.analytics.run import AnalyticsBusy, write_facts
 from asz.config import Config
 from asz.store import Store
 
@@ -27,6 +26,9 @@ class FactsWriter:
 
     def after_pass(self, landed: set[str]) -> None:
         """Writes the facts of ``landed`` and of the sessions due (in the pass's thread)."""
+        # Here: pyarrow is loaded by a service that writes tables, not by every service.
+        from asz.analytics.run import AnalyticsBusy, write_facts
+
         due = self.store.sessions() if self._due is None else sorted(self._due | landed)
         url = self.config.analytics.url
         try:
