@@ -196,20 +196,21 @@ TIME = shutil.which("time", path="/usr/bin:/bin")
 
 def in_child(argv: list[str]) -> tuple[float, float, bytes, float]:
     """Runs ``argv``: its wall seconds, its peak RSS in MB, its output and its CPU seconds
-    (on a machine others share, the CPU time says what the wall time may not). Through
-    ``time`` where there is one: a child forked from this large process would count this
-    process's pages in its own peak."""
-    started = time.perf_counter()
-    if TIME:
-        argv = [TIME, "-q", "-o", os.devnull, *argv]
-    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out = child.stdout.read() if child.stdout else b""
-    err = child.stderr.read() if child.stderr else b""
-    _pid, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - started
-    if status != 0:
-        raise SystemExit(f"{argv[1:3]} failed: {err.decode()[-2000:]}")
-    return seconds, usage.ru_maxrss / 1024, out, usage.ru_utime + usage.ru_stime
+    (on a machine others share, the CPU time says what the wall time may not). The peak is
+    what ``time`` says of it where there is one: a child forked from this large process
+    would count this process's pages in its own peak."""
+    with tempfile.NamedTemporaryFile("r") as said:
+        timed = [TIME, "-q", "-f", "%M", "-o", said.name, *argv] if TIME else argv
+        started = time.perf_counter()
+        child = subprocess.Popen(timed, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out = child.stdout.read() if child.stdout else b""
+        err = child.stderr.read() if child.stderr else b""
+        _pid, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - started
+        if status != 0:
+            raise SystemExit(f"{argv[1:3]} failed: {err.decode()[-2000:]}")
+        peak_kb = int(said.read().split()[-1]) if TIME else usage.ru_maxrss
+    return seconds, peak_kb / 1024, out, usage.ru_utime + usage.ru_stime
 
 
 def cpu_seconds() -> float:
