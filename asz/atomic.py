@@ -316,6 +316,22 @@ def replace_derived(path: Path, data: bytes) -> None:
         raise
 
 
+def replace_durable(path: Path, data: bytes) -> None:
+    """Atomically replaces a file, durably: for a record whose loss would cost more than a
+    rebuild (what a writer already sent elsewhere). After a power cut it is the old file or
+    the new one, whole."""
+    directory = private_dir(path.parent)
+    temp = _write_temp(directory, data)
+    try:
+        _fsync_file(temp)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+    fsync_dir(directory)
+
+
 def remove_stale_temps(directory: Path, skip: Path | None = None) -> int:
     """Removes the temporary files that killed writers left anywhere below ``directory``,
     except below ``skip`` (a directory another lock's holder writes).

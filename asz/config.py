@@ -157,6 +157,18 @@ class RedactConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class AnalyticsConfig:
+    """Where ``asz export parquet`` and the service write the call facts as Parquet tables,
+    and where ``asz sql`` and ``asz cache`` read them (``asz.analytics``, docs/analytics.md)."""
+
+    url: str = ""
+    """A directory, or ``s3://bucket/prefix`` reached with ``[archive]``'s endpoint and
+    region; empty: no tables."""
+    quiet_seconds: float = 300.0
+    """A session that landed nothing for this long is final: its last calls are written too."""
+
+
+@dataclass(frozen=True, slots=True)
 class ModelPrice:
     """What a model's tokens cost, in US dollars per million tokens."""
 
@@ -184,6 +196,7 @@ class Config:
     archive: ArchiveConfig = ArchiveConfig()
     otlp: OtlpConfig = OtlpConfig()
     redact: RedactConfig = RedactConfig()
+    analytics: AnalyticsConfig = AnalyticsConfig()
     root_url: str = ""
     """The archive ``--root`` (or ``ASZ_ROOT``, or ``root``) named instead of a directory
     (``s3://bucket/prefix``): the reading commands read it, the commands that write into a
@@ -334,6 +347,11 @@ def load_config(
         merged = replace(merged, root_url=_archive_url(chosen_root, named_by))
     if merged.archive.url:
         _archive_url(merged.archive.url, where)
+    if "://" in merged.analytics.url:
+        _archive_url(merged.analytics.url, where)
+    elif merged.analytics.url:
+        tables = str(Path(merged.analytics.url).expanduser().absolute())
+        merged = replace(merged, analytics=replace(merged.analytics, url=tables))
     _check_budgets(merged, where)
     return merged
 
@@ -456,6 +474,8 @@ def _check_budgets(config: Config, where: str) -> None:
     for key in ("backoff", "backoff_cap", "unhealthy_after", "push_interval", "prune_after"):
         if getattr(archive, key) < 0:
             raise ConfigError(f"{where}: archive.{key} must not be negative")
+    if config.analytics.quiet_seconds < 0:
+        raise ConfigError(f"{where}: analytics.quiet_seconds must not be negative")
     otlp = config.otlp
     if otlp.batch_spans < 1:
         raise ConfigError(f"{where}: otlp.batch_spans must be at least 1")

@@ -20,6 +20,12 @@ The points, in the order a pass reaches them:
     A new generation of a session (``asz.store._generation``, a repack): a file written and
     read back, published (not counted yet), the manifest that makes them count published,
     then each file it replaced removed.
+
+And in a write of the analytics tables (``ANALYTICS_POINTS``, ``asz.analytics.write``):
+
+``analytics.opened`` / ``analytics.written`` / ``analytics.closed`` / ``analytics.compacted``
+    The pass marked open, a file of it written, the pass closed (before compacting), and a
+    compacted file written before the files it covers are removed.
 """
 
 from __future__ import annotations
@@ -48,6 +54,13 @@ GENERATION_POINTS = (
     "generation.retired",
 )
 """The points a new generation (``asz repack``) reaches."""
+
+ANALYTICS_POINTS = (
+    "analytics.opened",
+    "analytics.written",
+    "analytics.closed",
+    "analytics.compacted",
+)
 
 _passed: dict[str, int] = {}
 

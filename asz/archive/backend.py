@@ -93,7 +93,7 @@ class ArchiveBackend:
         if found is None and session in self._sessions_listed:
             found = self._listed.get(directory, [])  # nothing is under it
         if found is None:
-            dirs, objects = _reading(directory, lambda: self.bucket.list_dir(directory))
+            dirs, objects = reading(directory, lambda: self.bucket.list_dir(directory))
             found = [Entry(name, True) for name in dirs]
             for meta in objects:
                 self._meta[meta.path] = meta
@@ -108,7 +108,7 @@ class ArchiveBackend:
             for ahead in self._sessions_from(session):
                 self._lists.start(ahead, partial(self.bucket.list_all, ahead + "/"))
         listing = partial(self.bucket.list_all, session + "/")
-        objects = _reading(session, partial(self._lists.take, session, listing))
+        objects = reading(session, partial(self._lists.take, session, listing))
         listed: dict[str, dict[str, Entry]] = {}
         for meta in objects:
             self._meta[meta.path] = meta
@@ -146,7 +146,7 @@ class ArchiveBackend:
     def _meta_of(self, path: str) -> Meta:
         meta = self._meta.get(path)
         if meta is None:
-            meta = _reading(path, lambda: self.bucket.head(path))
+            meta = reading(path, lambda: self.bucket.head(path))
             if meta is None:
                 raise FileNotFoundError(errno.ENOENT, "no such object", self.describe(path))
             self._meta[path] = meta
@@ -164,7 +164,7 @@ class ArchiveBackend:
             if not self._gets.started(path):
                 self._fetch_from(path)
             fetch = partial(self._gets.take, path, partial(self.bucket.get_noted, path))
-            data, follows = _reading(path, fetch)
+            data, follows = reading(path, fetch)
             self._follows(path, follows)
             self.cache.keep_landed(path, meta.etag, data)  # checked: not checked again
         return data
@@ -214,7 +214,7 @@ class ArchiveBackend:
             known = self._meta_of(key)
             data = self.cache.landed(key, known.etag, known.size)
             if data is None:
-                data = _reading(key, partial(self.bucket.get, key))
+                data = reading(key, partial(self.bucket.get, key))
             if hashlib.sha256(data).hexdigest() == digest:
                 return
         if earlier:
@@ -227,7 +227,7 @@ class ArchiveBackend:
         if data is not None:
             return data[start : start + length]
         length = min(length, meta.size - start)
-        return _reading(path, lambda: self.bucket.get_range(path, start, length))
+        return reading(path, lambda: self.bucket.get_range(path, start, length))
 
     def exists(self, path: str) -> bool:
         if not _landed(path):
@@ -278,9 +278,9 @@ def _read_only() -> NoReturn:
     raise OSError(errno.EROFS, "an archive is read-only; asz push is what writes to it")
 
 
-def _reading(path: str, call: Callable[[], T]) -> T:
+def reading(path: str, call: Callable[[], T]) -> T:
     """``call()``, with a failure the retries did not mend said as the OSError every reader of
-    a root handles (the object named)."""
+    a root handles (the object named): for any request to a bucket, a read or a write."""
     try:
         return call()
     except OSError:

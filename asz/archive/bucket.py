@@ -112,8 +112,11 @@ class Bucket:
         )
 
     def delete(self, path: str) -> None:
-        """Removes the object at ``path`` (gone already is no error): only ``asz push
-        --prune`` does, of what a generation replaced (``asz.archive.prune``)."""
+        """Removes the object at ``path`` (gone already is no error). Two writers delete, and
+        only what their own root wrote: ``asz push --prune``, the objects a generation
+        replaced once its retention passed (``asz.archive.prune``), and the analytics writer,
+        the small files a compaction covers (``asz.analytics.names``). A landed file that
+        still counts is never deleted from an archive."""
         self.link.run(lambda: obstore.delete(self.store, path))
 
     def list_dir(self, directory: str) -> tuple[list[str], list[Meta]]:

@@ -33,6 +33,10 @@ from asz.table import Column
 from asz.zones import Zone, zone_of
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from asz.analytics.tables import TableFacts
+    from asz.store import Session, SessionSummary
     from asz.view.ranking import Ranking
 
 SUMMARY = (
@@ -97,8 +101,18 @@ def _every_session(args: argparse.Namespace, config: Config) -> int:
     from asz.view.prices import price_table
     from asz.view.ranking import Ranking
 
-    listed = list_sessions(config, args)
     prices = price_table(config.prices)
+    facts: list[TableFacts] = []
+
+    def known(ids: list[str]) -> Callable[[Session], SessionSummary | None]:
+        """The analytics tables' summaries, when ``[analytics] url`` names tables."""
+        from asz.analytics.tables import table_facts
+
+        found = table_facts(config, ids, prices.fingerprint())
+        facts.extend([found] if found is not None else [])
+        return found.summary if found is not None else lambda session: None
+
+    listed = list_sessions(config, args, known)
     zone = zone_of(args.local)
     ranking = Ranking(zone)
     problems = [str(problem) for problem in listed.problems]
@@ -106,7 +120,9 @@ def _every_session(args: argparse.Namespace, config: Config) -> int:
     for problem in listed.problems:
         met.setdefault(problem.session, []).append(str(problem))
     for summary in listed.shown:
-        report = session_report(listed.store.open_session(summary.id), prices)
+        report = facts[0].report(summary.id) if facts else None
+        if report is None:
+            report = session_report(listed.store.open_session(summary.id), prices)
         problems += report["problems"]
         ranking.add(summary, report, met.get(summary.id, ()))
     if args.json:

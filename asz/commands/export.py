@@ -1,9 +1,12 @@
 """``asz export otlp``: every landed model call as an OpenTelemetry GenAI span, sent over
-OTLP/HTTP to the backend a team already runs (docs/otel.md).
+OTLP/HTTP to the backend a team already runs (docs/otel.md); ``asz export parquet``: every
+call, session and break as rows of Parquet tables in a directory or a bucket
+(docs/analytics.md).
 
-The spans are built and sent by :mod:`asz.export`; this module picks the sessions (SESSION
-arguments, else every one ``--project`` and ``--since`` pick), names the endpoint, and prints
-what was sent and what waits.
+The spans are built and sent by :mod:`asz.export`, the tables written by
+:mod:`asz.analytics`; this module picks the sessions (SESSION arguments, else every one
+``--project`` and ``--since`` pick), names the endpoint or the target, and prints what was
+sent and what waits.
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ if TYPE_CHECKING:
     from asz.export.otel import SpanSender
     from asz.export.run import ExportTally
     from asz.export.spans import SpanRecord
+    from asz.store import Store
 
 SUMMARY = "send landed model calls to an OpenTelemetry backend as GenAI spans"
 ACTIONS = {
     "otlp": "send every landed model call not sent yet as an OpenTelemetry span over "
     "OTLP/HTTP (docs/otel.md)",
+    "parquet": "write every landed call, session and break not written yet as rows of "
+    "Parquet tables, partitioned by day, in a directory or a bucket (docs/analytics.md)",
 }
 
 
@@ -39,6 +45,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         )
         action.add_argument("sessions", nargs="*", metavar="SESSION", help=SESSION_HELP)
         add_filters(action)
+        action.add_argument(
+            "--json", action="store_true", help="print what was done as one JSON document"
+        )
+        if name == "parquet":
+            action.add_argument(
+                "--to",
+                metavar="DIR|s3://BUCKET/PREFIX",
+                help="where the tables are (default: [analytics] url in the config); a bucket "
+                "is reached with [archive]'s endpoint and region",
+            )
+            continue
         action.add_argument(
             "--endpoint",
             metavar="URL",
@@ -57,13 +74,69 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             help="spans also carry what each call sent (system prompt, tools, messages), "
             "through the [redact] policy (default: [otlp] content, off)",
         )
-        action.add_argument(
-            "--json", action="store_true", help="print what was done as one JSON document"
-        )
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
+    if args.action == "parquet":
+        return _parquet(args, config)
+    return _otlp(args, config)
+
+
+def _picked(args: argparse.Namespace, config: Config) -> tuple[Store, list[str]]:
+    """The store, and the sessions SESSION arguments, or else ``--project`` and ``--since``,
+    pick."""
     from asz.commands.args import landed_session, open_root
+
+    if args.sessions and filtering(args):
+        raise UsageError("--project and --since pick the sessions: give them no SESSION")
+    if args.sessions:
+        store = open_root(config)
+        return store, list(dict.fromkeys(landed_session(config, t).id for t in args.sessions))
+    listed = list_sessions(config, args)
+    return listed.store, sorted(summary.id for summary in listed.shown)
+
+
+def _parquet(args: argparse.Namespace, config: Config) -> int:
+    from asz.analytics.run import AnalyticsBusy, write_facts
+    from asz.commands.problems import report_problems
+    from asz.output import print_json
+    from asz.words import count
+
+    root = local_root(config, "asz export")
+    target = args.to or config.analytics.url
+    if not target:
+        raise UsageError(
+            "no tables named: give --to DIR|s3://bucket/prefix, or set "
+            "[analytics] url in the config file"
+        )
+    store, ids = _picked(args, config)
+    try:
+        tally = write_facts(config, store, root, target, ids)
+    except (AnalyticsBusy, ValueError) as err:
+        print(f"asz: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as err:  # the target: a bucket that does not answer, a disk that is full
+        print(f"asz: {err.filename or target}: {err.strerror or err}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        print_json(tally.as_dict())
+    else:
+        parts = [
+            f"wrote {count(tally.calls, 'call')}, {count(tally.breaks, 'break')} and "
+            f"{count(tally.session_rows, 'session row')} of {count(tally.sessions, 'session')} "
+            f"in {count(tally.files_written, 'file')}"
+        ]
+        if tally.sessions_unchanged:
+            parts.append(f"{tally.sessions_unchanged:,} unchanged")
+        if tally.waiting:
+            parts.append(f"{tally.waiting:,} calls waiting for their session to settle")
+        if tally.files_compacted:
+            parts.append(f"{tally.files_compacted:,} files compacted")
+        print(", ".join(parts) + f" ({tally.seconds:.3f} s)")
+    return report_problems(tally.problems, all_in="--json")
+
+
+def _otlp(args: argparse.Namespace, config: Config) -> int:
     from asz.commands.problems import report_problems
     from asz.commands.redact import make_redactor
     from asz.export.cursor import Cursors, ExportBusy, export_lock
@@ -71,14 +144,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
     from asz.view.prices import price_table
 
     root = local_root(config, "asz export")
-    if args.sessions and filtering(args):
-        raise UsageError("--project and --since pick the sessions: give them no SESSION")
-    if args.sessions:
-        store = open_root(config)
-        ids = list(dict.fromkeys(landed_session(config, text).id for text in args.sessions))
-    else:
-        listed = list_sessions(config, args)
-        store, ids = listed.store, sorted(summary.id for summary in listed.shown)
+    store, ids = _picked(args, config)
     otlp = config.otlp
     sender = None
     cursors = None

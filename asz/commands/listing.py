@@ -23,8 +23,10 @@ from asz.exits import EXIT_USAGE
 from asz.zones import Zone, zone_of
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from asz.config import Config
-    from asz.store import Problem, SessionSummary, Store
+    from asz.store import Problem, Session, SessionSummary, Store
 
 _GLOB = re.compile(r"[*?\[]")
 
@@ -75,17 +77,23 @@ class Listed:
     problems: list[Problem]
 
 
-def list_sessions(config: Config, args: argparse.Namespace) -> Listed:
+def list_sessions(
+    config: Config,
+    args: argparse.Namespace,
+    known: Callable[[list[str]], Callable[[Session], SessionSummary | None]] | None = None,
+) -> Listed:
     """The landed sessions ``args.project`` and ``args.since`` pick, newest first; a usage
-    error (exit 2) when there is no root to list."""
+    error (exit 2) when there is no root to list. ``known``, given every session id, gives
+    what tells a session's summary without reading it (the analytics tables), or None."""
     store = open_root(config)
     since = None if args.since is None else parse_since(args.since, zone=zone_of(args.local))
     ids = store.sessions()
     shown: list[SessionSummary] = []
     problems: list[Problem] = []
+    summary_of = known(ids) if known is not None else lambda session: None
     for session_id in ids:
         session = store.open_session(session_id)
-        summary = session.summary()
+        summary = summary_of(session) or session.summary()
         problems += session.problems
         if _wanted(summary, args.project, since):
             shown.append(summary)

@@ -23,7 +23,10 @@ from asz.exits import EXIT_FAILED, EXIT_OK, UsageError
 from asz.output import LOG_FORMATS
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from asz.store import Store
+    from asz.web.library import Tables
 
 SUMMARY = "serve a local, read-only web view of the root: sessions, calls, requests, bodies"
 DEFAULT_LISTEN = "127.0.0.1:9478"
@@ -109,6 +112,17 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return EXIT_FAILED
     access = access_for(host, sock.getsockname()[1], token, tuple(args.allow_host))
     log = configure_logging(sys.stdout, args.log_format)
-    library = Library(store, price_table(config.prices))
+    prices = price_table(config.prices)
+    library = Library(store, prices, _tables(config, prices.fingerprint()))
     serve(library, access, sock, log)
     return EXIT_OK
+
+
+def _tables(config: Config, priced_by: str) -> Callable[[list[str]], Tables | None] | None:
+    """What reads the analytics tables for each listing, when ``[analytics] url`` names
+    them."""
+    if not config.analytics.url:
+        return None
+    from asz.analytics.tables import table_facts
+
+    return lambda ids: table_facts(config, ids, priced_by)

@@ -29,6 +29,7 @@ from asz import __version__
 from asz.adapters.presence import absent_dirs, nothing_there
 from asz.adapters.provider_state import ProviderState
 from asz.config import Config
+from asz.daemon.analytics import FactsWriter
 from asz.daemon.http import HealthState, ListenError, StatusServer
 from asz.daemon.metrics import ServiceMetrics
 from asz.daemon.notify import Notifier
@@ -94,6 +95,7 @@ class Service:
             if target is not None and target.metrics_url and config.otlp.metrics
             else None
         )
+        self.facts = FactsWriter(config, store, log) if config.analytics.url else None
         self.reports = ReportKeeper(
             store, price_table(config.prices), config.service.report_interval
         )
@@ -308,6 +310,8 @@ class Service:
             self.metrics.add_cache_counts(gained)
             if self.otlp_metrics is not None:
                 self.otlp_metrics.add(gained)
+        if self.facts is not None:
+            self.facts.after_pass(counts.sessions)
         return counts
 
     def _look_for_sources(self) -> None:

@@ -22,6 +22,9 @@ it is described)::
         otlp-export.lock                       one export at a time (flock)
         repack.lock                            one repack at a time (flock)
         landing.lock                           a landing pass, or a generation published (flock)
+        root-id                                the root's random id (analytics file names)
+        analytics/<target digest>.json         what asz export parquet wrote to a target
+        analytics.lock                         one analytics writer at a time (flock)
     <session>/                                 a UUID-form session id; nothing else is one
         seq                                    derived: highest sequence number used
         summary.json                           derived: the session in one line (asz sessions)
@@ -75,6 +78,8 @@ from asz.store._generation import (
 )
 from asz.store._held import HeldBodies
 from asz.store._layout import (
+    ANALYTICS_DIR,
+    ANALYTICS_LOCK_FILE,
     BODY_KIND,
     CURSOR_FILE,
     EXPORT_LOCK_FILE,
@@ -83,6 +88,7 @@ from asz.store._layout import (
     PUSH_LOCK_FILE,
     REDACT_KEY_FILE,
     REDACTED_DIR,
+    ROOT_ID_FILE,
     STATE_DIR,
     TRANSCRIPT_KIND,
     LandedName,
@@ -134,6 +140,8 @@ from asz.store._verify import VerifyReport, check_derived
 from asz.store._writer import Batch, Landed, ReadBackError, SessionWriter
 
 __all__ = [
+    "ANALYTICS_DIR",
+    "ANALYTICS_LOCK_FILE",
     "APPEND",
     "BODY_KIND",
     "CURSOR_FILE",
@@ -149,6 +157,7 @@ __all__ = [
     "PUSH_LOCK_FILE",
     "REDACTED_DIR",
     "REDACT_KEY_FILE",
+    "ROOT_ID_FILE",
     "SHOWN_PREFIX",
     "SNAPSHOT",
     "STATE_DIR",

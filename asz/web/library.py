@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from asz.bodykeys import is_session_id
 from asz.store import BodyNotFound, CodecError, Session, SessionSummary, Store, UnknownSession
@@ -46,6 +46,15 @@ T = TypeVar("T")
 
 class Missing(LookupError):
     """What a page asked for is not in the root; its text says what (the 404 page's)."""
+
+
+class Tables(Protocol):
+    """What the analytics tables say of some sessions (``asz.analytics.tables.TableFacts``):
+    a session's summary and report while they hold for its landed files, else None."""
+
+    def summary(self, session: Session) -> SessionSummary | None: ...
+
+    def report(self, session: str) -> CacheReport | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +80,17 @@ class _Opened:
 class Library:
     """The root, read for the pages (see the module)."""
 
-    def __init__(self, store: Store, prices: PriceTable) -> None:
+    def __init__(
+        self,
+        store: Store,
+        prices: PriceTable,
+        tables: Callable[[list[str]], Tables | None] | None = None,
+    ) -> None:
         self.store = store
         self.prices = prices
+        self.tables = tables
+        """The analytics tables' facts of the sessions asked for (``[analytics] url``): the
+        list takes a session's summary and totals from them while they hold for it."""
         self._lock = threading.Lock()
         self._small: dict[tuple[str, str], tuple[str, Any]] = {}
         self._large: OrderedDict[tuple[str, str], tuple[str, Any]] = OrderedDict()
@@ -112,15 +129,22 @@ class Library:
         return contextlib.nullcontext()
 
     def listed(self) -> list[Listed]:
-        """Every landed session, as the list shows it (in no particular order)."""
+        """Every landed session, as the list shows it (in no particular order): its summary
+        and totals from the analytics tables where they hold for it, else from the root."""
         found = []
-        for session_id in self.store.sessions():
+        ids = self.store.sessions()
+        facts = self.tables(ids) if self.tables is not None else None
+        for session_id in ids:
             session = self.store.session(session_id)
             mark = session.landed_mark()
+            summary = facts.summary(session) if facts is not None else None
+            report = facts.report(session_id) if facts is not None and summary else None
             found.append(
                 Listed(
-                    self.summary(session, mark),
-                    self._kept(
+                    summary or self.summary(session, mark),
+                    report["totals"]
+                    if report is not None
+                    else self._kept(
                         self._small, "totals", session, mark, partial(self._totals, session, mark)
                     ),
                     self._kept(

@@ -1,0 +1,119 @@
+"""The tables as DuckDB views: ``calls``, ``sessions`` and ``breaks``, over a directory of
+them or a bucket's prefix.
+
+Each machine writes its own file per table and day, so a team's year is some 73,000 small
+files per table, and an engine opening each pays for each: a quarter's ranking would take
+tens of seconds. A reader therefore keeps a local copy in which every day is one file
+(``$XDG_CACHE_HOME/asz/analytics/<digest>/<table>/day=<day>/merged.parquet``): the files a
+reader counts (:func:`asz.analytics.names.counted`) of that day, of every machine, in one.
+Files are never rewritten under their name (a compaction writes a new one), so a day's copy
+holds while the names it was made from are the day's names; only the days whose names
+changed (today's, mostly) are made again, and a day no longer there is removed. The first
+read of a year takes a while; every later one reads a file or two.
+
+A bucket is read through the archive's own client, not DuckDB's ``httpfs`` (an extension
+DuckDB downloads at first use, which a locked-down machine cannot reach): the same
+credentials and endpoint as ``asz push``. ``sessions`` keeps each session's latest row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import orjson
+
+from asz.analytics.names import TABLE_NAMES, counted, parse_part
+from asz.analytics.place import Place, open_place
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from asz.config import ArchiveConfig
+
+__all__ = ["MEMORY_LIMIT", "connect", "local_tables"]
+
+MEMORY_LIMIT = "512MB"
+"""What DuckDB may hold before it spills to disk: ``asz sql`` stays well under 1 GB."""
+MERGED = "merged.parquet"
+_SOURCES = "sources.json"
+
+
+def local_tables(location: str, settings: ArchiveConfig) -> Path:
+    """The local copy of the tables at ``location`` (a directory or ``s3://``), a file per
+    table and day, brought up to date."""
+    place = open_place(location, settings)
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "asz" / "analytics"
+    directory = base / hashlib.sha256(place.shown.encode()).hexdigest()[:16]
+    _merge(place, directory)
+    return directory
+
+
+def _merge(place: Place, directory: Path) -> None:
+    """Makes ``directory`` hold, per table and day, the rows of the files ``place`` counts."""
+    from asz.analytics.files import parquet_bytes, read_parquet
+    from asz.atomic import private_dir, replace_derived
+
+    private_dir(directory)
+    days: dict[str, list[str]] = {}
+    for part in counted(p for path in place.list() if (p := parse_part(path)) is not None):
+        days.setdefault(f"{part.table}/day={part.day}", []).append(part.path)
+    try:
+        made = orjson.loads((directory / _SOURCES).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        made = {}
+    made = made if isinstance(made, dict) else {}
+    for day in set(made) - set(days):
+        shutil.rmtree(directory / day, ignore_errors=True)
+        del made[day]
+    for day, paths in sorted(days.items()):
+        paths.sort()
+        if made.get(day) == paths and (directory / day / MERGED).is_file():
+            continue
+        import pyarrow as pa
+
+        table = day.split("/", 1)[0]
+        rows = pa.concat_tables(
+            [read_parquet(table, place.read(path)) for path in paths], promote_options="default"
+        )
+        replace_derived(directory / day / MERGED, parquet_bytes(table, rows))
+        made[day] = paths
+        # Saved as it goes: a reader stopped midway keeps the days it made.
+        replace_derived(directory / _SOURCES, orjson.dumps(made))
+    replace_derived(directory / _SOURCES, orjson.dumps(made))
+
+
+def connect(directory: Path) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with the tables of the local copy ``directory`` as views."""
+    import duckdb
+
+    con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "threads": os.cpu_count() or 1})
+    con.execute("SET TimeZone = 'UTC'")  # times are said in UTC, as every asz figure is
+    for table in TABLE_NAMES:
+        if any((directory / table).glob(f"day=*/{MERGED}")):
+            files = _sql_list([f"{directory}/{table}/day=*/{MERGED}"])
+            source = (
+                f"read_parquet({files}, hive_partitioning = true, "
+                "hive_types = {'day': DATE}, union_by_name = true)"
+            )
+        else:
+            from asz.analytics.schema import TABLES  # pyarrow: loaded only for an empty table
+
+            con.register(f"_empty_{table}", TABLES[table].empty_table())
+            source = f"(SELECT *, NULL::DATE AS day FROM _empty_{table})"  # noqa: S608
+        latest = (
+            " QUALIFY row_number() OVER (PARTITION BY session ORDER BY updated DESC) = 1"
+            if table == "sessions"
+            else ""
+        )
+        # Our own table names and paths (quoted by _sql_list); nothing a person typed.
+        con.execute(f"CREATE VIEW {table} AS SELECT * FROM {source}{latest}")  # noqa: S608
+    return con
+
+
+def _sql_list(paths: Sequence[str]) -> str:
+    return "[" + ", ".join("'" + path.replace("'", "''") + "'" for path in paths) + "]"
