@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from s3server import S3Server
+    from support.s3server import S3Server
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_ROOT = REPO / "tests" / "fixtures" / "root-0.1.0" / "root"
@@ -82,7 +82,7 @@ def asz_runner(home: Path) -> RunAsz:
 @pytest.fixture(scope="module")
 def s3() -> Iterator[S3Server]:
     """An S3-protocol server (moto) on the loopback for the module's tests (``s3server``)."""
-    from s3server import S3Server
+    from support.s3server import S3Server
 
     server = S3Server()
     yield server
