@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import RunAsz
+from support.cli import RunAsz
 
 A = "11111111-2222-4333-8444-555555555555"
 B = "66666666-7777-4888-8999-aaaaaaaaaaaa"

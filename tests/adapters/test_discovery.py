@@ -10,16 +10,14 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.paths import SHARED_SAMPLES
 
 from asz.adapters.discovery import discover, first_session, peek_cwds
 from asz.store._layout import stream_key
 
 SESSION = "11111111-2222-4333-8444-555555555555"
 OTHER = "99999999-8888-4777-8666-555555555555"
-SAMPLES = Path(
-    os.environ.get("ASZ_SAMPLES")
-    or Path(__file__).resolve().parents[2] / ".." / "shared" / "claude-code-samples"
-)
+SAMPLES = Path(os.environ.get("ASZ_SAMPLES") or SHARED_SAMPLES)
 
 
 def write(path: Path, data: bytes = b"{}\n") -> Path:

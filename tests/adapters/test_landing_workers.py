@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import RunAsz, asz_executable
+from support.cli import RunAsz, asz_executable
 from support.harness import stale_temps
 
 from asz.adapters import claude_code_local, landing_workers

@@ -15,6 +15,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.paths import SHARED_SAMPLES
 
 from asz.adapters.claude_code_local import collect_transcripts
 from asz.adapters.source_files import FileStat
@@ -32,10 +33,7 @@ SESSION = "11111111-2222-4333-8444-555555555555"
 OTHER = "99999999-8888-4777-8666-555555555555"
 THIRD = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
 PROJECT = "-work-project"
-SAMPLES = Path(
-    os.environ.get("ASZ_SAMPLES")
-    or Path(__file__).resolve().parents[2] / ".." / "shared" / "claude-code-samples"
-)
+SAMPLES = Path(os.environ.get("ASZ_SAMPLES") or SHARED_SAMPLES)
 
 
 def make_config(tmp_path: Path, budget: int = 64 * 1024, compression: str = "zstd") -> Config:

@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import RunAsz
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.cli import RunAsz
 
 from asz.synth import SynthOptions, synthesize
 from asz.synth.bodies import REQUEST_KEYS, render_messages

@@ -15,11 +15,11 @@ from typing import Any
 
 import orjson
 import pytest
+from support.paths import SHARED_SAMPLES
 
 from asz.synth import SynthOptions, synthesize
 
-REPOSITORY = Path(__file__).resolve().parents[2]
-SAMPLES = Path(os.environ.get("ASZ_SAMPLES") or REPOSITORY.parent / "shared/claude-code-samples")
+SAMPLES = Path(os.environ.get("ASZ_SAMPLES") or SHARED_SAMPLES)
 TRANSCRIPTS = SAMPLES / "transcripts"
 LAYOUTS = ("v2.1.39-subagents-dir", "v2.0.74-flat-agent-files", "v1.0.98-inline-sidechains")
 PREV_REQ = re.compile(r"cc_prev_req=([^;\s]+);")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from store.test_store_api import run_example
+from support.api_example import run_example
 from support.archive_roots import Machine, bucket_prefix, landed_keys
 from support.s3server import BUCKET, S3Server, another_server, proxied
 from support.serving import serving

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import asz_executable
 from support.archive_roots import Machine, bucket_prefix, landed_keys
+from support.cli import asz_executable
 from support.harness import Capture, Workspace, running, wait_for
 from support.s3server import CREDENTIALS, FaultProxy, S3Server, archive_config, proxied
 

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from support.service import FAST, run_asz, running_service, wait_until
 
 from asz.synth import SynthOptions, synthesize
-from daemon.test_service import FAST, run_asz, running_service, wait_until
 
 FAMILY_METRICS = {
     "calls": "asz_model_calls_total",

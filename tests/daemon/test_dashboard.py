@@ -12,7 +12,6 @@ import math
 import re
 from collections.abc import Iterator
 from itertools import combinations
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -21,13 +20,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 from support.claude_dir import Claude
+from support.paths import REPO
+from support.service import FAST, A, running_service
 
 from asz import __version__
 from asz.daemon.metrics import ServiceMetrics
 from asz.view.families import CACHE_CAUSES, FAMILIES, TOKEN_KINDS, CacheCounts, model_family
-from daemon.test_service import FAST, A, running_service
 
-REPO = Path(__file__).resolve().parents[2]
 DASHBOARD = REPO / "deploy" / "grafana" / "asz-cache.json"
 OPERATIONS = REPO / "docs" / "operations.md"
 DATASOURCE = {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 import plistlib
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-from conftest import REPO, asz_executable
 from hypothesis import given
 from hypothesis import strategies as st
+from support.cli import asz_executable
+from support.paths import REPO
+from support.systemd import systemd_verify
 
 from asz.config import Config
 from asz.daemon.install import (
@@ -32,27 +32,6 @@ from asz.daemon.install import (
 
 DEPLOY_UNIT = REPO / "deploy" / "systemd" / "asz.service"
 DEPLOY_PLIST = REPO / "deploy" / "launchd" / f"{LABEL}.plist"
-
-
-def systemd_verify(unit: Path, home: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
-    """``systemd-analyze --user verify`` with a private HOME and runtime directory."""
-    if shutil.which("systemd-analyze") is None:
-        pytest.skip("systemd-analyze is not on this machine")
-    runtime = tmp / "runtime"
-    runtime.mkdir(mode=0o700, exist_ok=True)
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "XDG_RUNTIME_DIR": str(runtime),
-    }
-    return subprocess.run(
-        ["systemd-analyze", "--user", "verify", str(unit)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 def test_the_shipped_unit_is_the_one_install_writes_less_the_paths() -> None:

@@ -19,12 +19,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 from support.claude_dir import Claude, request_body, response_body
+from support.service import FAST, A, run_asz, running_service
 
 from asz import __version__
 from asz.daemon.http import HealthState, ListenError, StatusServer, parse_listen
 from asz.daemon.metrics import ERROR_KINDS, ServiceMetrics
 from asz.tally import Tally
-from daemon.test_service import FAST, A, run_asz, running_service
 
 
 def samples(metrics: ServiceMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

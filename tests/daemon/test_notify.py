@@ -2,36 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 import signal
 import socket
-import tempfile
 import threading
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from support.claude_dir import Claude, request_body
+from support.notify import Datagrams, notify_socket
+from support.service import FAST, A, running_service
 
 from asz.daemon.notify import Notifier
-from daemon.test_service import FAST, A, running_service, wait_until
-
-
-@contextlib.contextmanager
-def notify_socket() -> Iterator[tuple[socket.socket, str]]:
-    """A bound datagram socket at a short path (AF_UNIX paths are limited to ~100 bytes)."""
-    directory = tempfile.mkdtemp(prefix="asz-notify-")
-    path = os.path.join(directory, "notify")
-    receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    receiver.bind(path)
-    receiver.settimeout(5)
-    try:
-        yield receiver, path
-    finally:
-        receiver.close()
-        shutil.rmtree(directory)
 
 
 def test_each_message_is_one_datagram() -> None:
@@ -130,25 +112,6 @@ def test_a_service_whose_manager_stops_reading_keeps_landing(tmp_path: Path) -> 
 def test_a_send_to_a_socket_that_is_gone_raises_oserror(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         Notifier(str(tmp_path / "gone")).send("READY=1")
-
-
-class Datagrams:
-    """What the service sent, read as it arrives."""
-
-    def __init__(self, receiver: socket.socket) -> None:
-        self.receiver = receiver
-        self.received: list[bytes] = []
-
-    def wait_for(self, done: Callable[[list[bytes]], bool], what: str) -> None:
-        def pump() -> bool:
-            with contextlib.suppress(TimeoutError):
-                self.received.append(self.receiver.recv(4096))
-            return done(self.received)
-
-        wait_until(pump, what)
-
-    def index(self, fragment: bytes) -> int:
-        return next(i for i, message in enumerate(self.received) if fragment in message)
 
 
 def test_the_service_says_ready_after_the_first_scan_feeds_the_watchdog_and_says_stopping(

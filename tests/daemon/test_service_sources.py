@@ -9,8 +9,7 @@ from pathlib import Path
 
 import orjson
 from support.claude_dir import Claude, request_body
-
-from daemon.test_service import FAST, A, B, run_asz, running_service, wait_until
+from support.service import FAST, A, B, run_asz, running_service, wait_until
 
 BODIES = Path("asz") / "provider-bodies"
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 BENCH = REPO / "bench"
 TEST_EXTRAS = ("pytest", "_pytest", "hypothesis", "mypy", "ruff")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURE_ROOT, FIXTURE_SESSION
+from support.paths import FIXTURE_ROOT, FIXTURE_SESSION
 
 from asz.commands import build_parser, command_names
 

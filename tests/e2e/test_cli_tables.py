@@ -15,14 +15,14 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import asz_executable
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.cells import cell_len
+from support.cli import asz_executable
+from support.terminal import on_a_terminal
 
 from asz.commands.listing import path_shortened
 from asz.synth import SynthOptions, synthesize
-from e2e.test_human_output import on_a_terminal
 
 ZONE = "IST-5:30"
 """A zone far from UTC, in POSIX form so that it needs no time zone database."""

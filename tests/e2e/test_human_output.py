@@ -4,25 +4,22 @@ said once with what to do, and a demo that cleans up after itself. Every test ru
 
 from __future__ import annotations
 
-import fcntl
 import os
-import pty
-import select
 import shutil
 import signal
-import struct
 import subprocess
-import termios
 import time
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from conftest import REPO, asz_executable
-from daemon.test_notify import Datagrams, notify_socket
-from daemon.test_service import FAST, A, child_env, running_service
 from support.claude_dir import Claude, request_body
+from support.cli import asz_executable
+from support.notify import Datagrams, notify_socket
+from support.paths import REPO
+from support.service import FAST, A, child_env, running_service
+from support.terminal import on_a_terminal
 
 from asz.synth import SynthOptions, synthesize
 from asz.words import size
@@ -34,42 +31,6 @@ PASS_KEYS = {
     "errors", "seconds", "complete",
 }  # fmt: skip
 """The keys of a pass's ``--json`` object before its human line changed: they stay."""
-
-
-def on_a_terminal(
-    args: list[str], env: dict[str, str], side: str, columns: int = 100, until: bytes = b""
-) -> tuple[int, str, bytes]:
-    """Runs the real ``asz`` with ``side`` (``stdout`` or ``stderr``) on a pseudo-terminal
-    ``columns`` wide and the other side on a pipe: its exit code, what the terminal showed
-    (newlines as written), and what the pipe got. With ``until``, the process is a service,
-    stopped with SIGTERM once the terminal shows it."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-    streams: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, side: slave}
-    process = subprocess.Popen([*asz_executable(), *args], env=env, **streams)
-    os.close(slave)
-    shown = b""
-    stopping = False
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if until and until in shown and not stopping:
-            process.send_signal(signal.SIGTERM)  # once: a second one stops it at once
-            stopping = True
-        if not select.select([master], [], [], 0.1)[0]:
-            continue
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # the terminal's other end closed: the process exited
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(master)
-    other = process.stderr if side == "stdout" else process.stdout
-    assert other is not None
-    piped = other.read()
-    other.close()
-    return process.wait(timeout=30), shown.decode().replace("\r\n", "\n"), piped
 
 
 def synthetic(tmp_path: Path) -> tuple[Path, dict[str, Any], dict[str, str]]:

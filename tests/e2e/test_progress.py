@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.terminal import on_a_terminal
 
 from asz.store import open_store
 from asz.synth import SynthOptions, synthesize
-from e2e.test_human_output import on_a_terminal
 
 BAR = re.compile(r"(\d+)/(\d+) files")
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import RunAsz
+from support.cli import RunAsz
+from support.paths import SHARED_SAMPLES
 
 from asz.adapters.claude_code_local import collect_transcripts
 from asz.atomic import publish_new
@@ -21,10 +22,7 @@ from asz.store._root import Root, collector_lock
 
 SESSION = "11111111-2222-4333-8444-555555555555"
 PROJECT = "-work-project"
-SAMPLES = Path(
-    os.environ.get("ASZ_SAMPLES")
-    or Path(__file__).resolve().parents[2] / ".." / "shared" / "claude-code-samples"
-)
+SAMPLES = Path(os.environ.get("ASZ_SAMPLES") or SHARED_SAMPLES)
 
 
 def make_config(tmp_path: Path, projects: Path | None = None, budget: int = 8192) -> Config:

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import asz_executable
+from support.cli import asz_executable
 from support.otlp_receiver import Receiver
 from support.serving import child_env, land
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import asz_executable
+from support.cli import asz_executable
 from support.harness import Capture, Workspace, metrics, running, service_port, wait_for
 from support.phoenix_server import Phoenix, phoenix  # noqa: F401  (the fixture)
 from support.serving import child_env, land

@@ -18,10 +18,10 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import RunAsz, asz_executable
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from view.test_view import land_sample, land_synth
+from support.cli import RunAsz, asz_executable
+from support.landing import land_sample, land_synth
 
 from asz.statusline.state import MAX_SESSIONS, save_state
 from asz.statusline.status_input import StatusInput, parse_input

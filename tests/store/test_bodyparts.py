@@ -10,7 +10,7 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from view.test_view import land_synth
+from support.landing import land_synth
 
 from asz.bodykeys import read_keys
 from asz.store import BODY_KIND

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import REPO, RunAsz
 from support.archive_roots import Machine
+from support.cli import RunAsz
+from support.paths import REPO
 from support.s3server import BUCKET, S3Server, proxied
 
 from asz.atomic import LocalTemp
@@ -260,7 +261,7 @@ def test_a_body_landed_whole_is_a_row_of_the_report_not_a_problem(
 
 
 def test_a_legitimately_landed_root_has_no_gap(tmp_path: Path, run_asz: RunAsz) -> None:
-    from conftest import FIXTURE_ROOT
+    from support.paths import FIXTURE_ROOT
 
     root = tmp_path / "root"
     shutil.copytree(FIXTURE_ROOT, root)

@@ -12,7 +12,8 @@ from typing import Any
 import orjson
 from hypothesis import given
 from hypothesis import strategies as st
-from view.test_view import land_synth
+from support.counting import counting
+from support.landing import land_synth
 
 from asz.bodykeys import BodyKeys
 from asz.store import BODY_KIND, LocalBackend, Session, Store, open_store
@@ -42,20 +43,6 @@ def blank_body_files(root: Path, session: str) -> None:
     for name in open_store(root).session(session).landed(BODY_KIND):
         path = root / name.path
         path.write_bytes(b"\0" * path.stat().st_size)
-
-
-def counting(base: type[LocalBackend]) -> type[LocalBackend]:
-    """``base`` counting the reads of landed body files (``body_reads``)."""
-
-    class Counting(base):  # type: ignore[valid-type,misc]
-        body_reads = 0
-
-        def read(self, path: str, limit: int) -> bytes:
-            if f"/{BODY_KIND}/" in path:
-                self.body_reads += 1
-            return super().read(path, limit)
-
-    return Counting
 
 
 def kept_index(root: Path, session: str) -> dict[str, Any]:

@@ -10,45 +10,18 @@ import hashlib
 import json
 import re
 import shutil
-import subprocess
-import sys
 import weakref
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURE_ROOT, FIXTURE_SESSION, REPO
+from support.api_example import api_example, run_example
+from support.paths import FIXTURE_ROOT, FIXTURE_SESSION, REPO
 
 from asz.store import AmbiguousId, CodecError, NotASession, UnknownSession, open_store
 from asz.store._framing import decode_file, frame
 from asz.store._session_facts import FACTS
 from asz.synth import SynthOptions, synthesize
-
-EXAMPLE = re.compile(r"```python\n(.*?)```", re.DOTALL)
-
-
-def api_example(tmp_path: Path, *, archive: bool = False) -> Path:
-    """The example of ``docs/api.md``, written out as a script; with ``archive``, opening its
-    root with ``asz.archive.open_root`` as the page says, so that it reads a bucket too."""
-    code = EXAMPLE.search((REPO / "docs" / "api.md").read_text()).group(1)
-    if archive:
-        code = code.replace("from asz.store import open_store", "from asz.archive import open_root")
-        code = code.replace("store = open_store(sys.argv[1])", "store = open_root(sys.argv[1])")
-        assert "open_store" not in code
-    script = tmp_path / "read_root.py"
-    script.write_text(code)
-    return script
-
-
-def run_example(tmp_path: Path, root: Path | str, *, archive: bool = False) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, str(api_example(tmp_path, archive=archive)), str(root)],
-        capture_output=True,
-        check=False,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr.decode()
-    return json.loads(done.stdout)
 
 
 def digest(path: Path) -> str:

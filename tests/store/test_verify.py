@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import asz_executable
+from support.cli import asz_executable
 
 from asz.synth import SynthOptions, synthesize
 

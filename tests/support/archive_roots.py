@@ -9,11 +9,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import asz_executable
-
 from asz.store import Store, open_store
 from asz.synth import SynthOptions, synthesize
+from support.cli import asz_executable
 from support.s3server import BUCKET, CREDENTIALS, archive_config
+
+__all__ = ["Machine", "bucket_prefix", "landed_keys"]
 
 
 @dataclass

@@ -24,6 +24,36 @@ from hypothesis import strategies as st
 
 from asz.store._scan import MIN_PIECE, Layout
 
+__all__ = [
+    "CHARS",
+    "CHILD_REMINDER",
+    "KEYS",
+    "LONG_TEXT",
+    "MAIN_REMINDER",
+    "MODEL",
+    "ODD_SCALAR",
+    "PLAIN_SCALAR",
+    "SESSION",
+    "SPACING",
+    "SUBAGENT_TOOLS",
+    "SYSTEM_PROMPT",
+    "TOOLS",
+    "TOOL_NAMES",
+    "TOP",
+    "Call",
+    "Chain",
+    "JsonWriter",
+    "Obj",
+    "Raw",
+    "filler",
+    "growing",
+    "interleaved",
+    "objects",
+    "tool",
+    "uuid_like",
+    "values",
+]
+
 SESSION = "0b7e4c1a-5d2f-4e8b-9c3a-7f6e5d4c3b2a"
 MODEL = "claude-opus-4-6"
 

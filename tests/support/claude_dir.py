@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+__all__ = ["Claude", "request_body", "response_body"]
+
 
 def request_body(
     session: str,

@@ -42,6 +42,33 @@ from asz.store import BODY_KIND, Session, Store, open_store
 from asz.store._root import Root
 from asz.synth import SynthOptions, synthesize
 
+__all__ = [
+    "BODIES",
+    "INDEX",
+    "SERVICE_FLAGS",
+    "Capture",
+    "CrashPlan",
+    "CrashReport",
+    "Workspace",
+    "Write",
+    "apply_write",
+    "asz_command",
+    "check_root",
+    "child_env",
+    "crash_run",
+    "halves",
+    "http_get",
+    "landed_records",
+    "log_lines",
+    "metrics",
+    "plan_writes",
+    "running",
+    "service_port",
+    "settle",
+    "stale_temps",
+    "wait_for",
+]
+
 BODIES = "asz/provider-bodies"
 INDEX = f"{BODIES}/index.jsonl"
 SERVICE_FLAGS = (

@@ -20,6 +20,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
+__all__ = ["Received", "Receiver", "typed"]
+
 
 def typed(value: AnyValue) -> tuple[str, Any]:
     """An attribute value as (its protobuf type, its Python value)."""

@@ -25,7 +25,10 @@ from typing import Any
 import orjson
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from support.paths import REPO
+
+__all__ = ["START_SECONDS", "Phoenix", "phoenix", "phoenix_executable"]
+
 START_SECONDS = 180.0
 
 

@@ -27,6 +27,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+__all__ = [
+    "BUCKET",
+    "CREDENTIALS",
+    "Fault",
+    "FaultProxy",
+    "S3Server",
+    "Seen",
+    "another_server",
+    "archive_config",
+    "proxied",
+    "s3_error",
+]
+
 BUCKET = "team-archive"
 CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing-key",

@@ -17,7 +17,23 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from conftest import asz_executable
+
+from support.cli import asz_executable
+
+__all__ = [
+    "HIDING",
+    "HOSTILE",
+    "WAIT",
+    "Answer",
+    "Served",
+    "child_env",
+    "hostile_capture",
+    "land",
+    "request",
+    "serve_command",
+    "serving",
+    "tree",
+]
 
 WAIT = 30.0
 

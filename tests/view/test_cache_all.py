@@ -15,11 +15,11 @@ from typing import Any
 
 import orjson
 import pytest
-from e2e.test_human_output import on_a_terminal
+from support.landing import land_claude, land_synth
+from support.terminal import on_a_terminal
 
 from asz.store import BODY_KIND, Store
 from asz.synth import SynthOptions
-from view.test_view import land_claude, land_synth
 
 PRICED = "claude-opus-4-6"
 UNPRICED = "claude-unknown-9"

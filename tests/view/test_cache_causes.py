@@ -11,15 +11,16 @@ from typing import Any
 
 import orjson
 import pytest
+from support.handmade import TOOLS, HandMade, history
+from support.landing import land_synth
+from support.synth_causes import INJECTED
 
 from asz.bodykeys import read_keys
+from asz.store import MAIN_STREAM
 from asz.synth import SynthOptions
 from asz.view.cache import cache_report
 from asz.view.causes import PRECEDENCE, Between, compare, keeps_cache_on_effort
 from asz.view.shapes import Interner, Shape, shape_of
-from view.test_cache_report import history
-from view.test_joins import MAIN_STREAM, TOOLS, HandMade
-from view.test_view import land_synth
 
 STILL = Between(gap_seconds=10.0, compacted=False)
 MCP = {"name": "mcp__github__list_issues", "description": "List issues.", "input_schema": {}}
@@ -327,22 +328,6 @@ def test_the_totals_count_the_provider_reasons_and_those_that_agree(tmp_path: Pa
 
 
 # -- every cause asz synth injects, through the real collector and `asz cache` --------------
-
-INJECTED = {
-    "upgrade": ("upgrade", "Claude Code 2.1.260 -> 2.1.262"),
-    "effort": ("effort", 'effort "high" -> "medium"'),
-    "model": ("model", " -> claude-opus-"),
-    "system": ("system", "system block 2 changed"),
-    "fast_mode": ("fast_mode", 'speed "standard" -> "fast"'),
-    "tools_added": ("tools", "added mcp__linear__create_issue"),
-    "tools_loaded": ("tools", " (was deferred)"),
-    "tools_denied": ("tools", "removed mcp__"),
-    "ttl": ("ttl", " passed the 1h00m lifetime"),
-    "ttl_5m": ("ttl", " passed the 5m00s lifetime"),
-}
-"""What ``asz cache`` says of each change the synth makes: the cause, and words its detail
-holds. The model is switched twice: to one that keeps its cache across an effort change, and
-back."""
 
 
 @pytest.mark.parametrize("seed", [4, 11])

@@ -12,15 +12,16 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support.handmade import HandMade
+from support.landing import land_claude, land_sample
+from support.synth_causes import INJECTED
 
+from asz.store import MAIN_STREAM
 from asz.synth import SynthOptions, synthesize
 from asz.view.causes import FIRST, PRECEDENCE, UNKNOWN, UNREADABLE
 from asz.view.evidence import Named, Seen, api_cause, seen_on_line, strongest, transcript_causes
 from asz.view.families import CACHE_CAUSES
 from asz.view.spend import NO_REQUEST
-from view.test_cache_causes import INJECTED
-from view.test_joins import MAIN_STREAM, HandMade
-from view.test_view import land_claude, land_sample
 
 SAMPLE_SESSION = "4d5611e5-241a-462a-8d15-5122611a9569"
 

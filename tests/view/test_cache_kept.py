@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from store.test_manifest_index import counting
+from support.counting import counting
+from support.landing import land_synth
 
 from asz.store import BODY_KIND, LocalBackend, Store
 from asz.store._layout import REPORT_FILE
@@ -16,7 +17,6 @@ from asz.view.cache import cache_report
 from asz.view.keeper import BUILD_SHARE, ReportKeeper
 from asz.view.kept import KEPT_REPORT, session_report
 from asz.view.prices import price_table
-from view.test_view import land_synth
 
 
 def kept_path(store: Store, session: str) -> Path:

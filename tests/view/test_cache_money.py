@@ -10,12 +10,12 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from conftest import asz_runner
+from support.cli import asz_runner
+from support.landing import land_synth
 
 from asz.store import Store
 from asz.synth import SynthOptions
 from asz.view.cache_text import dollars
-from view.test_view import land_synth
 
 SIDE_KINDS = {"title", "compaction"}
 """The kinds of request ``asz synth`` writes that no call records: a side request."""

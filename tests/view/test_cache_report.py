@@ -10,51 +10,20 @@ from typing import Any
 
 import orjson
 import pytest
-from e2e.test_human_output import on_a_terminal
 from hypothesis import given
 from hypothesis import strategies as st
+from support.handmade import TOOLS, HandMade, history, user_message
+from support.landing import land_claude, land_synth
+from support.terminal import on_a_terminal
 
 from asz.commands.problems import SHOWN
-from asz.store import BODY_KIND, Store
+from asz.store import BODY_KIND, MAIN_STREAM, Store
 from asz.synth import SynthOptions, synthesize
 from asz.view.cache import cache_report
 from asz.view.cache_text import COLUMNS, report_cells, report_summary
 from asz.view.shapes import normalised_message
-from view.test_joins import MAIN_STREAM, TOOLS, HandMade, user_message
-from view.test_view import land_claude, land_synth
 
 Step = dict[str, Any]
-
-
-def history(turns: int, rewrite: int | None = None) -> list[dict[str, Any]]:
-    """A prompt, then ``turns`` (answer, tool result) pairs; ``rewrite`` changes one message."""
-    messages: list[dict[str, Any]] = [user_message("please fix the tests")]
-    for n in range(turns):
-        messages.append(
-            {
-                "role": "assistant",
-                "content": [
-                    {
-                        "type": "tool_use",
-                        "id": f"t{n}",
-                        "name": "Bash",
-                        "input": {"command": f"run {n}"},
-                    }
-                ],
-            }
-        )
-        messages.append(
-            {
-                "role": "user",
-                "content": [
-                    {"type": "tool_result", "tool_use_id": f"t{n}", "content": f"output {n}"},
-                    {"type": "text", "text": "<total_tokens>1</total_tokens>"},
-                ],
-            }
-        )
-    if rewrite is not None:
-        messages[rewrite] = {"role": messages[rewrite]["role"], "content": "something else"}
-    return messages
 
 
 def run(made: HandMade, steps: list[Step]) -> list[dict[str, Any]]:

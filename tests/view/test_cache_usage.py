@@ -8,13 +8,14 @@ from typing import Any
 
 import orjson
 import pytest
+from support.handmade import HandMade
+from support.landing import land_sample
 
 from asz.config import ConfigError, ModelPrice, load_config
+from asz.store import MAIN_STREAM
 from asz.view.calls import Call, Epoch, Stream, Transcript
 from asz.view.prices import price_table, shipped_prices
 from asz.view.usage import Usage, expectations
-from view.test_joins import MAIN_STREAM, HandMade
-from view.test_view import land_sample
 
 SAMPLE_SESSION = "4d5611e5-241a-462a-8d15-5122611a9569"
 ROW_KEYS = [

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import RunAsz
+from support.cli import RunAsz
+from support.landing import land_claude
 
 from asz.store import BODY_KIND, open_store
 from asz.synth import SynthOptions, synthesize
-from view.test_view import land_claude
 
 
 def test_a_body_in_a_damaged_file_fails_rather_than_is_not_found(

@@ -24,9 +24,9 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import asz_executable
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.cli import asz_executable
 
 from asz.commands.args import parse_since
 from asz.store import LandedWindow

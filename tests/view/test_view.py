@@ -4,7 +4,6 @@ timeline ``asz view`` prints from it, at every width, ids whole."""
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -12,14 +11,15 @@ from typing import Any
 
 import orjson
 import pytest
-from e2e.test_human_output import on_a_terminal
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.handmade import SESSION, SYSTEM_PROMPT, HandMade, chain, user_message
+from support.landing import land_sample, land_synth
+from support.terminal import on_a_terminal
 
-from asz.store import BODY_KIND, BodyNotFound, CodecError, Store, open_store
-from asz.synth import SynthOptions, synthesize
+from asz.store import BODY_KIND, MAIN_STREAM, BodyNotFound, CodecError, Store
+from asz.synth import SynthOptions
 from asz.view import build_view, format_timeline
-from view.test_joins import MAIN_STREAM, SESSION, SYSTEM_PROMPT, HandMade, chain, user_message
 
 
 def made_session(tmp_path: Path) -> tuple[HandMade, Store]:
@@ -197,30 +197,6 @@ def test_real_transcripts_with_a_subagent_and_a_compaction(
         "/home/USER/projects/spotter-worktrees/spotter-dov"
     ]
     assert doc["summary"]["bodies_landed"] == 0
-
-
-def land_claude(tmp_path: Path, run_asz: Any, claude: Path) -> Store:
-    """The Claude Code directory ``claude`` landed by one real ``asz collect --once`` pass
-    into a new root, ``tmp_path / "root"``."""
-    root = tmp_path / "root"
-    done = run_asz("collect", "--once", "--root", str(root), env={"CLAUDE_CONFIG_DIR": str(claude)})
-    assert done.returncode == 0, done.stderr
-    return open_store(root)
-
-
-def land_sample(tmp_path: Path, run_asz: Any, layout: Path) -> Store:
-    """One layout of the real sample transcripts, as the projects of the Claude Code directory
-    ``tmp_path / "claude"``, landed by one real pass."""
-    claude = tmp_path / "claude"
-    shutil.copytree(layout, claude / "projects")
-    return land_claude(tmp_path, run_asz, claude)
-
-
-def land_synth(tmp_path: Path, run_asz: Any, options: SynthOptions) -> tuple[Store, dict]:
-    """A synthetic capture landed by one real ``asz collect --once`` pass; its expected.json."""
-    claude = tmp_path / "claude"
-    expected = synthesize(claude, options)
-    return land_claude(tmp_path, run_asz, claude), expected
 
 
 def check_synth_view(store: Store, expected: dict) -> None:

@@ -620,7 +620,7 @@ def test_a_long_session_is_shown_a_page_of_rows_at_a_time_with_every_call_charte
 def test_the_serve_benchmark_runs_and_meets_its_targets_on_a_small_session(tmp_path: Path) -> None:
     import sys
 
-    from conftest import REPO
+    from support.paths import REPO
 
     done = subprocess.run(
         [

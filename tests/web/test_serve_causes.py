@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from support.serving import land, serving
-from view.test_cache_causes import INJECTED
+from support.synth_causes import INJECTED
 
 from asz.synth import SynthOptions, synthesize
 

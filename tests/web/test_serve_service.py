@@ -9,8 +9,9 @@ import plistlib
 import subprocess
 from pathlib import Path
 
-from conftest import REPO, asz_executable
-from daemon.test_deploy import systemd_verify
+from support.cli import asz_executable
+from support.paths import REPO
+from support.systemd import systemd_verify
 
 from asz.config import Config
 from asz.daemon.install import (
