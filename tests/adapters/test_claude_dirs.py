@@ -69,6 +69,7 @@ def test_with_xdg_config_home_set_and_absent_the_claude_directory_in_home_is_fou
     assert described["claude_dirs"] == [{"dir": str(home / ".claude"), "exists": True}]
 
 
+@pytest.mark.slow
 def test_both_directories_are_collected_as_one_and_sources_counts_each(
     run_asz: RunAsz, tmp_path: Path, home: Path
 ) -> None:

@@ -127,6 +127,7 @@ def force_workers(monkeypatch: pytest.MonkeyPatch, workers: int = 2) -> None:
     monkeypatch.setattr(claude_code_local, "worker_count", lambda backlog, sessions: workers)
 
 
+@pytest.mark.slow
 def test_a_backlog_lands_the_same_in_workers_as_in_one_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -237,6 +238,7 @@ def collect_env(base: Path) -> dict[str, str]:
     return {"CLAUDE_CONFIG_DIR": str(base / "claude"), "ASZ_ROOT": str(base / "root")}
 
 
+@pytest.mark.slow
 def test_asz_collect_lands_a_large_backlog_in_workers(tmp_path: Path, run_asz: RunAsz) -> None:
     if worker_count(WORKER_MIN_BYTES, 100) == 0:
         pytest.skip("one core: a backlog lands in the collector's own process")
@@ -276,6 +278,7 @@ def children(pid: int) -> set[int]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="workers die with their collector on Linux"
 )

@@ -94,6 +94,7 @@ entry_strategy = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(st.lists(entry_strategy, max_size=12, unique_by=lambda entry: entry.name))
 def test_a_ledger_reads_back_exactly_what_was_written(entries: list[LedgerEntry]) -> None:

@@ -654,6 +654,7 @@ def test_deep_nesting_and_what_orjson_refuses_are_still_judged(depth: int) -> No
     assert not is_one_json_value(b"[1E400] [1]")
 
 
+@pytest.mark.slow
 def test_the_real_asz_collect_once_reports_the_pass(tmp_path: Path, run_asz) -> None:
     env = make_env(tmp_path)
     env.write("r1.request.json", request(A), BASE)

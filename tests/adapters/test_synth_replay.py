@@ -89,6 +89,7 @@ def test_transcripts_are_copied_byte_for_byte(replayed: Replayed) -> None:
         assert copy.read_bytes() == path.read_bytes()
 
 
+@pytest.mark.slow
 def test_every_text_of_the_transcripts_reaches_a_body(replayed: Replayed) -> None:
     session = replayed.doc["sessions"][0]
     requests = b"\n".join(

@@ -22,6 +22,10 @@ from asz.archive import open_root
 from asz.store import StoreError, open_store
 from asz.synth import SynthOptions
 
+pytestmark = pytest.mark.slow
+"""Each test pushes a landed capture to moto and reads it back: most take over 5 s, and the
+module's landed capture takes over 5 s before the first starts."""
+
 
 @pytest.fixture(scope="module")
 def landed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Machine, dict]:
@@ -436,7 +440,6 @@ def test_an_empty_prefix_and_a_bad_bucket_are_said_plainly(
     assert said.startswith("asz: --root: s3://Not_A_Bucket/x") and str(config) not in said
 
 
-@pytest.mark.slow
 def test_a_reader_asks_the_bucket_several_things_at_once(
     s3: S3Server, prefix: str, tmp_path: Path
 ) -> None:

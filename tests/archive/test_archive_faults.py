@@ -161,6 +161,7 @@ def test_a_bucket_that_stops_answering_mid_command_is_one_line_and_exit_1(
     _no_secrets(done.stdout + done.stderr)
 
 
+@pytest.mark.slow
 def test_the_collector_killed_during_a_push(s3: S3Server, tmp_path: Path) -> None:
     prefix = bucket_prefix(tmp_path)
     ws = Workspace(tmp_path)

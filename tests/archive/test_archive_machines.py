@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from support.archive_roots import Machine, landed_keys
 from support.s3server import BUCKET, S3Server, proxied
 
@@ -21,6 +22,7 @@ def _two(tmp_path: Path) -> tuple[Machine, Machine]:
     return first, second
 
 
+@pytest.mark.slow
 def test_two_roots_push_into_one_prefix_and_both_read_the_union(
     s3: S3Server, tmp_path: Path
 ) -> None:
@@ -45,6 +47,7 @@ def test_two_roots_push_into_one_prefix_and_both_read_the_union(
     assert remote.returncode == 0 and remote.stdout == local.stdout
 
 
+@pytest.mark.slow
 def test_a_session_two_roots_hold_is_reported_and_never_merged(
     s3: S3Server, tmp_path: Path
 ) -> None:
@@ -105,6 +108,7 @@ def _say(machine: Machine, session: str, text: str) -> None:
     machine.land()
 
 
+@pytest.mark.slow
 def test_a_diverged_copy_stops_its_session_at_the_conflict(s3: S3Server, tmp_path: Path) -> None:
     """A root copied to another machine (its record too), then each lands other lines: the
     copy's first file of its own meets the original's there, and nothing after it goes, so
@@ -133,6 +137,7 @@ def test_a_diverged_copy_stops_its_session_at_the_conflict(s3: S3Server, tmp_pat
     assert len(held) == before  # the first root's files, and no other
 
 
+@pytest.mark.slow
 def test_a_reader_says_a_session_holds_files_from_two_roots(s3: S3Server, tmp_path: Path) -> None:
     """What a race between two diverged copies, or a push before they were stopped at the
     conflict, leaves: one root's files continued by the other's. Every reader says so of the

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 from support.archive_roots import bucket_prefix, landed_keys
 from support.harness import Capture, Workspace, http_get, metrics, running, service_port, wait_for
 from support.s3server import CREDENTIALS, S3Server, archive_config, proxied
@@ -57,6 +58,7 @@ def test_the_service_pushes_what_it_lands(s3: S3Server, tmp_path: Path) -> None:
         assert proxy.puts(412) == {}
 
 
+@pytest.mark.slow
 def test_failing_pushes_never_hold_landing_up_and_healthz_says_so(
     s3: S3Server, tmp_path: Path
 ) -> None:

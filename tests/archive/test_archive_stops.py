@@ -81,6 +81,7 @@ def _started_push(machine: Machine, config: Path, output: int) -> subprocess.Pop
     )
 
 
+@pytest.mark.slow
 def test_ctrl_c_on_asz_push_ends_it_at_once_and_records_what_went(
     s3: S3Server, machine: Machine, tmp_path: Path
 ) -> None:
@@ -111,6 +112,7 @@ def test_ctrl_c_on_asz_push_ends_it_at_once_and_records_what_went(
         _the_next_push_completes(machine.push(config, "--json"), proxy, s3, want)
 
 
+@pytest.mark.slow
 def test_the_service_stopping_mid_push_ends_within_seconds(s3: S3Server, tmp_path: Path) -> None:
     prefix = bucket_prefix(tmp_path)
     ws = Workspace(tmp_path)
@@ -141,6 +143,7 @@ def test_the_service_stopping_mid_push_ends_within_seconds(s3: S3Server, tmp_pat
         _the_next_push_completes(ws.run("push", "--json", extra_env=env), proxy, s3, want)
 
 
+@pytest.mark.slow
 def test_a_killed_push_resumes_looking_only_for_what_was_in_flight(
     s3: S3Server, machine: Machine, tmp_path: Path
 ) -> None:

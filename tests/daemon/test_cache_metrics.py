@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from support.service import FAST, run_asz, running_service, wait_until
 
 from asz.synth import SynthOptions, synthesize
@@ -48,6 +49,7 @@ def scraped_cache_samples(samples: dict[str, float]) -> dict[str, float]:
     return {key: value for key, value in samples.items() if key.split("{")[0] in names}
 
 
+@pytest.mark.slow
 def test_the_counters_equal_the_reports_of_what_landed(tmp_path: Path) -> None:
     claude = tmp_path / "claude"
     claude.mkdir()

@@ -466,6 +466,7 @@ counts = st.builds(
 )
 
 
+@pytest.mark.slow
 @given(st.lists(counts, max_size=6))
 def test_counters_never_go_down_and_labels_stay_bounded(batches: list[CacheCounts]) -> None:
     metrics = ServiceMetrics(__version__)

@@ -229,6 +229,7 @@ def listening_sockets(pid: int) -> set[tuple[str, int]]:
     return found
 
 
+@pytest.mark.slow
 def test_the_service_gauges_agree_with_a_single_pass(tmp_path: Path) -> None:
     claude = Claude(tmp_path / "claude")
     config = tmp_path / "asz.toml"

@@ -85,6 +85,7 @@ def test_a_receiver_that_stops_reading_never_blocks_a_send() -> None:
     assert "sent" in outcomes and "dropped" in outcomes
 
 
+@pytest.mark.slow
 def test_a_service_whose_manager_stops_reading_keeps_landing(tmp_path: Path) -> None:
     claude = Claude(tmp_path / "claude")
     claude.start_transcript(A)

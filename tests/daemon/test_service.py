@@ -395,6 +395,7 @@ async def test_trouble_watchdog_reports_becomes_a_lost_event(tmp_path: Path) -> 
 # -- the service end to end ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_bodies_and_transcripts_written_while_it_runs_land(tmp_path: Path, claude: Claude) -> None:
     root = tmp_path / "root"
     # Both directories exist from the start, so no watch moves (which would rescan).
@@ -415,6 +416,7 @@ def test_bodies_and_transcripts_written_while_it_runs_land(tmp_path: Path, claud
     assert verify(tmp_path, claude.path, root)["bodies"] == 2
 
 
+@pytest.mark.slow
 def test_a_half_written_body_lands_once_complete(tmp_path: Path, claude: Claude) -> None:
     root = tmp_path / "root"
     claude.start_transcript(A)
@@ -432,6 +434,7 @@ def test_a_half_written_body_lands_once_complete(tmp_path: Path, claude: Claude)
     assert landed_body(tmp_path, claude.path, root, A, "half.request") == whole
 
 
+@pytest.mark.slow
 def test_a_landed_body_rewritten_in_place_is_a_conflict_without_a_rescan(
     tmp_path: Path, claude: Claude
 ) -> None:
@@ -454,6 +457,7 @@ def test_a_landed_body_rewritten_in_place_is_a_conflict_without_a_rescan(
     assert landed_body(tmp_path, claude.path, root, A, "r1.request") == original
 
 
+@pytest.mark.slow
 def test_a_burst_of_3000_files_all_lands(tmp_path: Path, claude: Claude) -> None:
     root = tmp_path / "root"
     for session in (A, B):
@@ -470,6 +474,7 @@ def test_a_burst_of_3000_files_all_lands(tmp_path: Path, claude: Claude) -> None
     assert verify(tmp_path, claude.path, root)["bodies"] == 3000
 
 
+@pytest.mark.slow
 def test_a_response_waiting_for_its_transcript_lands_when_the_line_arrives(
     tmp_path: Path, claude: Claude
 ) -> None:
@@ -490,6 +495,7 @@ def test_a_response_waiting_for_its_transcript_lands_when_the_line_arrives(
     assert landed_body(tmp_path, claude.path, root, A, "req_late.response") == answer
 
 
+@pytest.mark.slow
 def test_sigterm_in_a_burst_exits_0_and_leaves_a_root_that_verifies(
     tmp_path: Path, claude: Claude
 ) -> None:
@@ -510,6 +516,7 @@ def test_sigterm_in_a_burst_exits_0_and_leaves_a_root_that_verifies(
     assert_one_pass_lands_the_rest(tmp_path, claude.path, root, landed_then, total)
 
 
+@pytest.mark.slow
 def test_a_second_signal_abandons_the_pass_and_leaves_no_partial_landed_file(
     tmp_path: Path, claude: Claude
 ) -> None:
@@ -530,6 +537,7 @@ def test_a_second_signal_abandons_the_pass_and_leaves_no_partial_landed_file(
     assert_one_pass_lands_the_rest(tmp_path, claude.path, root, landed_then, total)
 
 
+@pytest.mark.slow
 def test_a_second_service_on_the_same_root_waits_then_takes_over(
     tmp_path: Path, claude: Claude
 ) -> None:
@@ -556,6 +564,7 @@ def test_a_second_service_on_the_same_root_waits_then_takes_over(
     assert verify(tmp_path, claude.path, root)["bodies"] == 400
 
 
+@pytest.mark.slow
 def test_a_claude_directory_made_after_start_is_watched(tmp_path: Path, claude: Claude) -> None:
     root = tmp_path / "root"
     with running_service(tmp_path, claude.path, root, *FAST, "--rescan-interval", "600") as svc:

@@ -8,12 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 from support.claude_dir import Claude, request_body
 from support.service import FAST, A, B, run_asz, running_service, wait_until
 
 BODIES = Path("asz") / "provider-bodies"
 
 
+@pytest.mark.slow
 def test_absent_directories_are_reported_watched_and_collected_once_made(
     tmp_path: Path,
 ) -> None:
@@ -54,6 +56,7 @@ def test_absent_directories_are_reported_watched_and_collected_once_made(
         assert svc.stop() == 0
 
 
+@pytest.mark.slow
 def test_a_body_still_being_written_is_settling_not_waiting(tmp_path: Path) -> None:
     claude = Claude(tmp_path / "claude")
     claude.start_transcript(A)

@@ -445,7 +445,14 @@ def tree(base: Path, leave_out: Path) -> dict[str, tuple[int, int, int]]:
     return found
 
 
-@pytest.mark.parametrize("case", list(CASES))
+SLOW_CASES = {"a 64 MiB string", "a 50 MB transcript line", "a sparse 300 MB body"}
+"""The cases that take over 5 s, left out of the fast loop."""
+
+
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(case, marks=pytest.mark.slow) if case in SLOW_CASES else case for case in CASES],
+)
 def test_bad_input(tmp_path: Path, case: str) -> None:
     outcome, write = CASES[case]
     ws = Workspace(tmp_path)

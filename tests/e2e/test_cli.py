@@ -17,6 +17,7 @@ from asz.commands import build_parser, command_names
 COMMANDS = command_names()
 
 
+@pytest.mark.slow
 def test_every_command_has_help(run_asz) -> None:
     top = run_asz("--help")
     assert top.returncode == 0

@@ -128,6 +128,7 @@ def test_the_view_and_the_day_totals_are_in_utc_too(landed: tuple[dict[str, str]
     assert [line.split()[0] for line in days.stdout.splitlines()[2:-3]] == ["2026-09-18"]
 
 
+@pytest.mark.slow
 def test_local_moves_every_time_to_this_machines_zone_and_says_so(
     landed: tuple[dict[str, str], Path],
 ) -> None:

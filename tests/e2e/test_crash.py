@@ -40,6 +40,7 @@ def capture(tmp_path: Path, seed: int = 1) -> Capture:
     return Capture.make(tmp_path / "capture", seed=seed, sessions=2, turns=3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", POINTS)
 def test_a_crash_at_each_named_point_loses_nothing_and_lands_nothing_twice(
     ws: Workspace, tmp_path: Path, point: str
@@ -60,6 +61,7 @@ def test_a_crash_at_each_named_point_loses_nothing_and_lands_nothing_twice(
     assert check_root(ws, made) == []
 
 
+@pytest.mark.slow
 def test_a_crash_at_the_third_pass_of_a_point_in_one_pass(ws: Workspace, tmp_path: Path) -> None:
     """A crash after some windows of a pass landed and before others did."""
     made = capture(tmp_path, seed=2)
@@ -73,6 +75,7 @@ def test_a_crash_at_the_third_pass_of_a_point_in_one_pass(ws: Workspace, tmp_pat
     assert check_root(ws, made) == []
 
 
+@pytest.mark.slow
 def test_the_service_killed_at_random_moments_loses_nothing(ws: Workspace, tmp_path: Path) -> None:
     made = capture(tmp_path, seed=3)
     report = crash_run(ws, made, CrashPlan(kills=36, service=True, seed=11), tmp_path / "log")
@@ -81,6 +84,7 @@ def test_the_service_killed_at_random_moments_loses_nothing(ws: Workspace, tmp_p
     assert report.problems == []
 
 
+@pytest.mark.slow
 def test_collect_once_loops_killed_at_random_moments_lose_nothing(
     ws: Workspace, tmp_path: Path
 ) -> None:
@@ -92,6 +96,7 @@ def test_collect_once_loops_killed_at_random_moments_lose_nothing(
     assert report.problems == []
 
 
+@pytest.mark.slow
 def test_the_check_finds_a_lost_body_and_a_body_landed_twice(ws: Workspace, tmp_path: Path) -> None:
     """The check above is only worth something if it can fail."""
     made = capture(tmp_path, seed=5)

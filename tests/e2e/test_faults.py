@@ -83,6 +83,7 @@ def every_landed_file_reads(root: Path) -> list[str]:
 # -- a full or failing disk ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("fault", "message"), [("enospc", "No space left on device"), ("eio", "Input/output error")]
 )
@@ -135,6 +136,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
+@pytest.mark.slow
 def test_a_full_filesystem_stops_the_service_landing_and_it_resumes_when_space_returns(
     tmp_path: Path, small_disk: Path
 ) -> None:
@@ -189,6 +191,7 @@ def request(session: str, text: str) -> bytes:
     )
 
 
+@pytest.mark.slow
 def test_sources_deleted_and_growing_while_passes_run_never_fail_a_pass(
     ws: Workspace, tmp_path: Path
 ) -> None:
@@ -236,6 +239,7 @@ def test_sources_deleted_and_growing_while_passes_run_never_fail_a_pass(
     assert check_root(ws, made) == []
 
 
+@pytest.mark.slow
 def test_a_body_that_grows_after_it_landed_is_a_conflict_until_its_bytes_are_back(
     ws: Workspace, tmp_path: Path
 ) -> None:
@@ -269,6 +273,7 @@ def without_root_powers() -> list[str]:
     return [setpriv, "--bounding-set=-dac_override,-dac_read_search", "--"]
 
 
+@pytest.mark.slow
 def test_sources_that_cannot_be_read_are_errors_and_everything_else_lands(
     ws: Workspace, tmp_path: Path
 ) -> None:
@@ -316,6 +321,7 @@ def flip_byte(path: Path) -> bytes:
     return data
 
 
+@pytest.mark.slow
 def test_a_damaged_landed_file_is_named_by_verify_and_every_session_keeps_landing(
     ws: Workspace, tmp_path: Path
 ) -> None:
@@ -382,6 +388,7 @@ def _scribble(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("where", "damage"),
     [

@@ -42,6 +42,7 @@ def synthetic(tmp_path: Path) -> tuple[Path, dict[str, Any], dict[str, str]]:
 # -- counts in words (item 7) -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_pass_says_what_landed_in_words_and_a_quiet_one_says_so_in_one_line(
     tmp_path: Path, run_asz: Any
 ) -> None:
@@ -120,6 +121,7 @@ def test_the_service_logs_and_reports_a_pass_in_the_same_words(tmp_path: Path) -
 # -- one message per event, in words on a terminal (item 5) -------------------------------
 
 
+@pytest.mark.slow
 def test_a_conflict_is_said_once_with_what_to_do(tmp_path: Path, run_asz: Any) -> None:
     claude, _expected, env = synthetic(tmp_path)
     root = str(tmp_path / "root")

@@ -66,6 +66,7 @@ def test_a_first_pass_shows_files_and_bytes_on_a_terminal_and_nothing_on_a_pipe(
     assert b"files" not in again.stderr and b"\x1b" not in again.stderr
 
 
+@pytest.mark.slow
 def test_verify_and_restore_show_every_landed_file_read(
     tmp_path: Path, capture: tuple[Path, dict[str, Any]], run_asz: Any
 ) -> None:

@@ -232,6 +232,7 @@ def test_every_sample_transcript_restores_byte_for_byte(tmp_path: Path) -> None:
         assert_restored(projects, to_dir, restore_all(config, to_dir))
 
 
+@pytest.mark.slow
 def test_asz_restore_gives_back_every_sample_file_the_empty_ones_too(
     tmp_path: Path, samples: Path, run_asz: RunAsz
 ) -> None:

@@ -144,6 +144,7 @@ def hostile_sources(ws: Workspace, outside: Path) -> None:
         (ws.bodies / f"{n:08d}-0000-4000-8000-000000000000.request.json").write_bytes(body)
 
 
+@pytest.mark.slow
 def test_nothing_is_written_outside_the_root_and_no_link_is_followed(
     ws: Workspace, tmp_path: Path
 ) -> None:
@@ -267,6 +268,7 @@ def test_the_endpoints_listen_on_loopback_unless_told_otherwise(
 # -- no content in logs or metrics ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_no_body_or_transcript_content_reaches_logs_metrics_or_health(
     ws: Workspace, tmp_path: Path
 ) -> None:

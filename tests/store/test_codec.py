@@ -482,6 +482,7 @@ def sessions(draw: st.DrawFn) -> list[tuple[str, bytes]]:
     return bodies
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(bodies=sessions())
 def test_any_body_encodes_and_rebuilds_exactly(bodies: list[tuple[str, bytes]]) -> None:

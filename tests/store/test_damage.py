@@ -180,6 +180,7 @@ def test_each_reading_command_says_what_the_table_says_of_each_damage(
 # -- each damage on its own ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_body_file_changed_in_place_makes_the_kept_report_and_summary_be_made_again(
     tmp_path: Path, run_asz: RunAsz, capture: Path
 ) -> None:
@@ -194,6 +195,7 @@ def test_a_body_file_changed_in_place_makes_the_kept_report_and_summary_be_made_
         assert name in done.stderr.decode(), command
 
 
+@pytest.mark.slow
 def test_a_damaged_manifest_index_is_never_believed_and_verify_names_it(
     tmp_path: Path, run_asz: RunAsz, capture: Path
 ) -> None:
@@ -210,6 +212,7 @@ def test_a_damaged_manifest_index_is_never_believed_and_verify_names_it(
     assert run_asz("verify", "--root", str(root)).returncode == 0, "made again by verify"
 
 
+@pytest.mark.slow
 def test_verify_names_a_derived_file_whole_but_not_what_the_landed_files_give(
     tmp_path: Path, run_asz: RunAsz, capture: Path
 ) -> None:
@@ -228,6 +231,7 @@ def test_verify_names_a_derived_file_whole_but_not_what_the_landed_files_give(
     assert run_asz("verify", "--root", str(root)).returncode == 0
 
 
+@pytest.mark.slow
 def test_a_body_landed_whole_is_a_row_of_the_report_not_a_problem(
     tmp_path: Path, run_asz: RunAsz
 ) -> None:

@@ -110,6 +110,7 @@ BODIES = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     bodies=st.lists(st.tuples(st.sampled_from(["request", "response"]), BODIES), max_size=8),
@@ -247,6 +248,7 @@ def read_everything(root: Path, scratch: Path) -> None:
         pass
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_damaged_or_forged_landed_files_are_errors_never_crashes(
@@ -341,6 +343,7 @@ def toml_value(value: Any) -> str:
     return json.dumps(value)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(table=config_tables())
 def test_any_config_of_the_real_keys_loads_or_is_refused_naming_the_file(

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from support.counting import counting
@@ -201,6 +202,7 @@ def test_the_web_server_keeps_the_index_it_makes_in_memory_never_in_the_root(
     assert newer.problems, "the unusable index on disk was read, and the files behind it"
 
 
+@pytest.mark.slow
 @given(
     st.recursive(
         st.none() | st.integers(-(2**63), 2**63 - 1) | st.text(),

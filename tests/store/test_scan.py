@@ -155,6 +155,7 @@ def test_nesting_past_what_orjson_takes_is_refused_without_recursing() -> None:
 # -- property tests against the writer's own record of where the cuts are --------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(top=TOP, spacing=SPACING, ascii_only=st.booleans())
 def test_scanner_finds_what_the_writer_recorded(top: Obj, spacing: str, ascii_only: bool) -> None:
@@ -165,6 +166,7 @@ def test_scanner_finds_what_the_writer_recorded(top: Obj, spacing: str, ascii_on
         assert scan_rest(body, shape, mark, body) == shape
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(top=TOP, spacing=SPACING, ascii_only=st.booleans())
 def test_message_spans_are_the_messages_elements(top: Obj, spacing: str, ascii_only: bool) -> None:
@@ -208,6 +210,7 @@ def test_any_bytes_are_cut_in_bounds_or_refused(data: bytes) -> None:
     assert all(0 <= offset <= len(data) for offset in flat)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     first=TOP,

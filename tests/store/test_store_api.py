@@ -73,6 +73,7 @@ def test_a_synthetic_capture_reads_back_exactly_through_the_store(run_asz, tmp_p
     assert counts["bodies_landed"] == sum(len(bodies) for bodies in want_bodies.values())
 
 
+@pytest.mark.slow
 def test_the_real_samples_read_back_exactly_through_the_store(
     run_asz, samples: Path, tmp_path: Path
 ) -> None:

@@ -41,6 +41,7 @@ def _body_files(root: Path, session: str) -> list[Path]:
     return sorted((root / session / "provider_body").iterdir())
 
 
+@pytest.mark.slow
 def test_every_claimed_body_rebuilds_exactly_in_a_fresh_process(run_asz, landed) -> None:
     claude, root, expected = landed
     claimed = [body for body in expected["bodies"] if body["claim"] in ("request", "transcript")]

@@ -21,6 +21,9 @@ from support.terminal import on_a_terminal
 from asz.store import BODY_KIND, Store
 from asz.synth import SynthOptions
 
+pytestmark = pytest.mark.slow
+"""Each test lands several captures with the real collector and ranks them: over 5 s apiece."""
+
 PRICED = "claude-opus-4-6"
 UNPRICED = "claude-unknown-9"
 WASTE_PER_TOKEN = (6.25 - 0.50) / 1_000_000

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from support.counting import counting
 from support.landing import land_synth
 
@@ -29,6 +30,7 @@ def cache_json(run_asz: Any, store: Store, *args: str) -> Any:
     return orjson.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_a_pass_keeps_the_report_of_each_session_it_lands(tmp_path: Path, run_asz: Any) -> None:
     store, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=5, sessions=2, turns=3))
     for session in expected["sessions"]:
@@ -56,6 +58,7 @@ def test_a_reader_takes_the_kept_report_without_reading_the_bodies(
     assert done.returncode == 1 and name.name in done.stderr.decode()
 
 
+@pytest.mark.slow
 def test_a_lost_report_is_built_again_and_kept(tmp_path: Path, run_asz: Any) -> None:
     store, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=5, sessions=1, turns=3))
     session = expected["sessions"][0]["id"]

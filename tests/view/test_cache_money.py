@@ -62,6 +62,7 @@ def test_a_sessions_causes_count_its_calls_and_side_requests_apart(
         assert set(lines) - set(truth) <= {"no_request"}, lines
 
 
+@pytest.mark.slow
 def test_every_cause_line_carries_the_dollars_its_calls_wasted(
     synth: tuple[Store, dict[str, Any]], run_asz: Any
 ) -> None:

@@ -313,6 +313,7 @@ def cache_cli(run_asz: Any, store: Store, session: str, *flags: str) -> Any:
     return run_asz("cache", "--root", str(store.location), session, *flags)
 
 
+@pytest.mark.slow
 def test_asz_cache_on_a_damaged_root_says_the_problems_and_exits_1(
     tmp_path: Path, run_asz: Any
 ) -> None:
@@ -387,6 +388,7 @@ def test_a_session_without_requests_says_none_landed(tmp_path: Path, run_asz: An
     assert done.stdout.decode().splitlines()[-1] == "no request bodies landed for this session"
 
 
+@pytest.mark.slow
 def test_requests_that_cannot_be_joined_say_the_transcripts_carry_no_prompt_ids(
     tmp_path: Path, run_asz: Any
 ) -> None:
@@ -416,6 +418,7 @@ def test_requests_that_cannot_be_joined_say_the_transcripts_carry_no_prompt_ids(
     )
 
 
+@pytest.mark.slow
 def test_asz_cache_shows_each_request_by_a_prefix_asz_body_takes(
     tmp_path: Path, run_asz: Any
 ) -> None:

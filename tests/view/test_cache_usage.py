@@ -164,6 +164,7 @@ def priced_session(tmp_path: Path) -> Any:
     return made.land(), made.session
 
 
+@pytest.mark.slow
 def test_the_cost_of_a_small_session_computed_by_hand(tmp_path: Path, run_asz: Any) -> None:
     store, session = priced_session(tmp_path)
     done = run_asz("cache", "--root", str(store.location), session, "--json")

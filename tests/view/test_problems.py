@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from support.cli import RunAsz
 from support.landing import land_claude
 
@@ -16,6 +17,7 @@ from asz.store import BODY_KIND, open_store
 from asz.synth import SynthOptions, synthesize
 
 
+@pytest.mark.slow
 def test_a_body_in_a_damaged_file_fails_rather_than_is_not_found(
     tmp_path: Path, run_asz: RunAsz
 ) -> None:

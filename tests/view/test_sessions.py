@@ -276,6 +276,7 @@ def test_on_a_terminal_the_table_fits_its_width_and_never_cuts_an_id(capture, co
     assert ("LINES" in headers) == (columns >= 200)
 
 
+@pytest.mark.slow
 def test_a_listed_prefix_grows_until_it_names_one_session_and_ids_match_in_any_case(
     by_hand,
 ) -> None:
@@ -306,6 +307,7 @@ def test_a_listed_prefix_grows_until_it_names_one_session_and_ids_match_in_any_c
         assert missing.returncode == 2 and missing.stdout == "", text
 
 
+@pytest.mark.slow
 def test_filters_pick_by_project_and_by_time(capture, by_hand) -> None:
     home, _claude, root, _expected = capture
     everything = listing(home, root)
@@ -334,6 +336,7 @@ def test_filters_pick_by_project_and_by_time(capture, by_hand) -> None:
     assert [s["id"] for s in march] == [UPPER, B]
 
 
+@pytest.mark.slow
 def test_the_listing_follows_what_lands_and_survives_its_caches(by_hand) -> None:
     home, claude, root = by_hand
     before = {s["id"]: s for s in listing(home, root)}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -101,6 +102,7 @@ class Landed:
         return self.reader.shape(record_id)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     front=requests_fronts,

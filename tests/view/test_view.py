@@ -325,6 +325,7 @@ def _ids(doc: dict[str, Any]) -> set[str]:
     return ids | {body["id"] for body in doc["summary"]["unjoined"]} | {doc["session"]["id"]}
 
 
+@pytest.mark.slow
 def test_the_timeline_fits_the_terminal_and_never_cuts_an_id(tmp_path: Path, run_asz: Any) -> None:
     store, expected = land_synth(tmp_path, run_asz, SynthOptions(seed=5, subagents=2))
     for session in expected["sessions"]:
@@ -346,6 +347,7 @@ def test_the_timeline_fits_the_terminal_and_never_cuts_an_id(tmp_path: Path, run
         assert "tokens    input" in text, "at 40 columns the counts have a line of their own"
 
 
+@pytest.mark.slow
 def test_on_a_terminal_the_timeline_is_as_wide_as_the_terminal(
     tmp_path: Path, run_asz: Any
 ) -> None:
@@ -370,6 +372,7 @@ def test_what_claude_code_wrote_cannot_drive_the_terminal(tmp_path: Path, run_as
     assert b"evil\\x1b[2J\\x07" in result.stdout
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(width=st.integers(min_value=1, max_value=260))
 def test_any_width_keeps_every_id_whole(width: int) -> None:

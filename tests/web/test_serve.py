@@ -358,6 +358,7 @@ def test_hostile_text_in_a_body_is_escaped_everywhere(tmp_path: Path) -> None:
     assert 'class="reminder"' in call and 'class="marker"' in call
 
 
+@pytest.mark.slow
 def test_control_and_bidi_characters_are_shown_as_markers_and_the_bytes_stay_exact(
     tmp_path: Path,
 ) -> None:
@@ -389,6 +390,7 @@ def test_control_and_bidi_characters_are_shown_as_markers_and_the_bytes_stay_exa
     )
 
 
+@pytest.mark.slow
 def test_a_listen_beyond_loopback_needs_a_token_and_then_every_request_carries_it(
     synth_root: tuple[Path, dict, Path], tmp_path: Path
 ) -> None:
@@ -507,6 +509,7 @@ def test_a_request_the_server_cannot_parse_is_a_400_and_a_json_line(
     assert len(warned) == 2 and "GARBAGE" not in str(warned)
 
 
+@pytest.mark.slow
 def test_a_token_file_must_be_private_and_a_token_long(
     synth_root: tuple[Path, dict, Path], tmp_path: Path
 ) -> None:
@@ -540,6 +543,7 @@ def test_a_token_file_must_be_private_and_a_token_long(
         assert served.get("/").status == 401
 
 
+@pytest.mark.slow
 def test_browsing_every_page_writes_nothing_to_the_root(tmp_path: Path) -> None:
     """With the derived files the collector keeps removed, every reader would want to write
     them again: the server must not."""
@@ -574,6 +578,7 @@ def test_serve_refuses_a_bad_listen_and_a_missing_root(tmp_path: Path) -> None:
     assert os.listdir(tmp_path) == ["home"]
 
 
+@pytest.mark.slow
 def test_a_long_session_is_shown_a_page_of_rows_at_a_time_with_every_call_charted(
     tmp_path: Path,
 ) -> None:

@@ -21,6 +21,9 @@ from support.serving import HOSTILE, hostile_capture, land, serving, tree
 
 from asz.synth import SynthOptions, synthesize
 
+pytestmark = pytest.mark.slow
+"""Chromium and the captures its fixtures land take over 5 s before a test starts."""
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -148,7 +151,6 @@ def test_a_phone_never_scrolls_the_page_sideways_only_the_tables_in_their_box(
         page.close()
 
 
-@pytest.mark.slow
 def test_every_break_of_a_long_session_keeps_a_mark_that_can_be_seen_and_clicked(
     browser: Browser, tmp_path: Path
 ) -> None:
