@@ -3,7 +3,7 @@ away, and reading commands over the bucket against the local root.
 
 Synthesises a capture of ``--sessions`` sessions, lands it with one collector pass, starts an
 S3-protocol server on the loopback (moto in server mode, in this process) behind the tests'
-fault proxy (``tests/s3server.py``: every request counted), and runs each ``asz`` as a whole
+fault proxy (``tests/support/s3server.py``: every request counted), and runs each ``asz`` as a whole
 process, the way a person runs it. Each push goes to a prefix of its own, from a record
 started afresh, and pushes are repeated (as the service does after its next pass) until the
 archive is complete:
@@ -64,7 +64,7 @@ def land(workdir: Path, sessions: int, turns: int) -> Path:
 
 def asz(workdir: Path, config: Path, *args: str, cache: str = "cache") -> tuple[float, Any]:
     """Wall time of one ``asz`` process, and what it printed (JSON when it is)."""
-    from s3server import CREDENTIALS
+    from support.s3server import CREDENTIALS
 
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -87,7 +87,7 @@ def asz(workdir: Path, config: Path, *args: str, cache: str = "cache") -> tuple[
 
 
 def configure(workdir: Path, endpoint: str, prefix: str, workers: int) -> Path:
-    from s3server import archive_config
+    from support.s3server import archive_config
 
     return archive_config(
         workdir / f"{prefix}.toml", endpoint, prefix, workers=workers, attempts=6, backoff=0.25
@@ -115,7 +115,7 @@ def push_until_complete(
 
 
 def measure_pushes(workdir: Path, root: Path, args: argparse.Namespace) -> None:
-    from s3server import S3Server, proxied
+    from support.s3server import S3Server, proxied
 
     files = sum(1 for _ in root.rglob("*.asz"))
     server = S3Server()
@@ -142,7 +142,7 @@ def push_through(
     server: Any, workdir: Path, root: Path, name: str, args: argparse.Namespace
 ) -> tuple[float, int, int, float]:
     """Pushes through the proxy with ``name``'s fault until the archive is complete."""
-    from s3server import proxied
+    from support.s3server import proxied
 
     chance = args.slowdown if name == "slowdown" else 0.0
     draw = random.Random(1).random
@@ -171,7 +171,7 @@ def push_through(
 
 
 def measure_reads(workdir: Path, root: Path, config: Path, sessions: int) -> None:
-    from s3server import BUCKET
+    from support.s3server import BUCKET
 
     url = f"s3://{BUCKET}/bench-latency"
     print(f"  {'command':<24} {'local':>8} {'bucket cold':>12} {'bucket warm':>12}")

@@ -25,7 +25,14 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 try:
-    from bodies import CHILD_REMINDER, MAIN_REMINDER, SUBAGENT_TOOLS, Chain, filler, uuid_like
+    from support.bodies import (
+        CHILD_REMINDER,
+        MAIN_REMINDER,
+        SUBAGENT_TOOLS,
+        Chain,
+        filler,
+        uuid_like,
+    )
 except ImportError as err:  # the tests' body generator sits beside their hypothesis strategies
     raise SystemExit(
         f"bench/codec_core.py needs the test extras ({err.name} is missing): pip install '.[test]'"

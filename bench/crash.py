@@ -29,7 +29,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from harness import Capture, CrashPlan, Workspace, crash_run
+from support.harness import Capture, CrashPlan, Workspace, crash_run
 
 
 def main() -> int:

@@ -56,7 +56,7 @@ SAMPLES = Path(os.environ.get("ASZ_SAMPLES") or "/work/shared/claude-code-sample
 
 def land_live(workdir: Path, options: SynthOptions) -> tuple[Config, Path, int]:
     """The capture written call by call, a pass after each; the config, the capture, passes."""
-    from harness import apply_write, plan_writes
+    from support.harness import apply_write, plan_writes
 
     made = workdir / "capture"
     synthesize(made, options)
@@ -85,7 +85,7 @@ def real_transcripts(workdir: Path, samples: Path) -> tuple[int, int, int, int]:
     """The real samples written line by line into a projects directory, a pass every 20
     writes, then repacked: their source bytes, landed transcript bytes before and after, and
     ``zstd -19 --long`` over each source file."""
-    from harness import apply_write, plan_writes
+    from support.harness import apply_write, plan_writes
 
     made = workdir / "samples"
     for version in sorted(p for p in samples.iterdir() if p.is_dir()):
@@ -126,7 +126,7 @@ def landed(root: Path) -> dict[str, int]:
 
 
 def asz(workdir: Path, *args: str, cache: str = "cache") -> Any:
-    from s3server import CREDENTIALS
+    from support.s3server import CREDENTIALS
 
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -146,7 +146,7 @@ def asz(workdir: Path, *args: str, cache: str = "cache") -> Any:
 
 def archive_figures(workdir: Path, server: Any, root: Path, prefix: str) -> dict[str, int]:
     """A first push of the root into ``prefix``, and cold reads of it: objects and requests."""
-    from s3server import BUCKET, archive_config, proxied
+    from support.s3server import BUCKET, archive_config, proxied
 
     with proxied(server) as proxy:
         config = archive_config(workdir / f"{prefix}.toml", proxy.endpoint, prefix)
@@ -246,7 +246,7 @@ def main() -> None:
     print(f"landed in {passes} passes, one a call ({time.perf_counter() - started:.1f} s)")
     before = landed(config.root)
 
-    from s3server import S3Server
+    from support.s3server import S3Server
 
     server = S3Server()
     try:

@@ -39,8 +39,8 @@ from pathlib import Path
 # The tests' helpers that need nothing but what ``pip install .`` installs.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from claude_dir import Claude, request_body
-from harness import asz_command, child_env
+from support.claude_dir import Claude, request_body
+from support.harness import asz_command, child_env
 
 from asz.store import BODY_KIND, LandedFileError, LandedName, open_store
 

@@ -1,0 +1,2 @@
+"""Landing: Claude Code directories, provider bodies, claims, the ledger, the synthetic
+capture."""

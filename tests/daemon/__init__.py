@@ -1,0 +1,1 @@
+"""The service: ``asz collect`` running, its metrics, notifications, dashboard and deployment."""

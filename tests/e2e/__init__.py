@@ -1,0 +1,1 @@
+"""The real ``asz`` across packages: the command line, crashes, faults, bad input, security."""

@@ -1,0 +1,1 @@
+"""The OTLP export: spans, the receiver, Arize Phoenix and the service task."""

@@ -1,0 +1,1 @@
+"""``asz statusline``: Claude Code's status line."""
