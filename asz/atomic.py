@@ -28,6 +28,25 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+__all__ = [
+    "DIR_MODE",
+    "FILE_MODE",
+    "SYNCFS_MIN_PATHS",
+    "TEMP_PREFIX",
+    "AlreadyExists",
+    "DirSyncs",
+    "LocalTemp",
+    "fsync_dir",
+    "private_dir",
+    "publish_new",
+    "publish_temps",
+    "remove_stale_temps",
+    "remove_temp",
+    "replace_derived",
+    "replace_durable",
+    "write_temp",
+]
+
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 TEMP_PREFIX = ".tmp-"

@@ -20,6 +20,18 @@ from dataclasses import dataclass, fields
 
 import orjson
 
+__all__ = [
+    "KEY_NAMES",
+    "MAX_KEY_LENGTH",
+    "SESSION_ID_RE",
+    "BodyKeys",
+    "is_session_id",
+    "is_uuid_stem",
+    "keys_of",
+    "parse_billing_block",
+    "read_keys",
+]
+
 MAX_KEY_LENGTH = 256
 
 SESSION_ID_RE = re.compile(

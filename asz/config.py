@@ -19,6 +19,33 @@ from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, get_type_hints
 
+__all__ = [
+    "BODIES",
+    "COMPRESSIONS",
+    "DEFAULT_EXCLUDE",
+    "DEFAULT_LISTEN",
+    "DEFAULT_MAX_DELTA_BYTES",
+    "PRICE_KEYS",
+    "PROJECTS",
+    "AdapterConfig",
+    "Adapters",
+    "AnalyticsConfig",
+    "ArchiveConfig",
+    "Config",
+    "ConfigError",
+    "ModelPrice",
+    "OtlpConfig",
+    "RedactConfig",
+    "ServiceConfig",
+    "SessionFilter",
+    "default_claude_dirs",
+    "default_config_file",
+    "default_root",
+    "load_config",
+    "model_prices",
+    "split_dirs",
+]
+
 DEFAULT_LISTEN = "127.0.0.1:9477"
 DEFAULT_EXCLUDE = ("/private/tmp/**",)
 DEFAULT_MAX_DELTA_BYTES = 2 * 1024 * 1024

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import os
 
+__all__ = ["ANALYTICS_POINTS", "ENV", "EXIT_CODE", "GENERATION_POINTS", "POINTS", "crash_point"]
+
 ENV = "ASZ_CRASH_AT"
 EXIT_CODE = 70
 POINTS = (

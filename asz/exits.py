@@ -7,6 +7,8 @@ unusable config file, a session id that is not one or names no landed session).
 
 from __future__ import annotations
 
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "UsageError"]
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2

@@ -13,6 +13,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+__all__ = ["main"]
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)

@@ -22,6 +22,8 @@ from structlog.typing import EventDict, FilteringBoundLogger, Processor, Wrapped
 
 from asz.output import LOG_FORMATS
 
+__all__ = ["MESSAGE", "configure_logging", "log_to_stderr"]
+
 MESSAGE = "message"
 """The key of an event's sentence for people."""
 

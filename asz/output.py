@@ -12,6 +12,8 @@ import sys
 
 import orjson
 
+__all__ = ["LOG_FORMATS", "print_json"]
+
 LOG_FORMATS = ("auto", "json", "console")
 """What ``--log-format`` takes: ``auto`` is console lines on a terminal, JSON lines elsewhere."""
 

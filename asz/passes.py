@@ -25,6 +25,8 @@ from asz.words import count, listing, size
 if TYPE_CHECKING:
     from asz.view.keeper import ReportKeeper
 
+__all__ = ["WRITE_FAILED", "pass_line", "run_pass"]
+
 WRITE_FAILED = (OSError, sqlite3.Error)
 """What a write to the root raises when the disk is full or failing (the provider ledger is an
 SQLite database, which says so in its own words)."""

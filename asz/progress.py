@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from rich.progress import Progress as RichProgress
 
+__all__ = ["Progress", "Silent", "progress"]
+
 
 class Progress(Protocol):
     """What long work says as it goes."""

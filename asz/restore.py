@@ -21,6 +21,8 @@ from asz.atomic import AlreadyExists, private_dir, publish_new
 from asz.progress import Progress
 from asz.store import TRANSCRIPT_KIND, DamagedTranscript, Session, TranscriptNotFound
 
+__all__ = ["RestoreRefused", "Restored", "restore_session", "safe_relpath"]
+
 
 @dataclass(slots=True)
 class Restored:

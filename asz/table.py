@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from rich.table import Table
 
+__all__ = ["Column", "print_lines", "print_table"]
+
 _GAP = 2
 """Blanks between two columns (rich's padding of one on each side)."""
 _WRAPPED_MIN = 12

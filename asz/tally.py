@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+__all__ = ["Tally"]
+
 
 @dataclass(slots=True)
 class Tally:

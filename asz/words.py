@@ -7,6 +7,8 @@ of them should never have to translate one into the other.
 
 from __future__ import annotations
 
+__all__ = ["CONFLICT_ADVICE", "count", "listing", "size"]
+
 _PLURALS = {"body": "bodies"}
 
 CONFLICT_ADVICE = (

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 
+__all__ = ["IN_UTC", "LOCAL", "Zone", "zone_of"]
+
 
 @dataclass(frozen=True, slots=True)
 class Zone:

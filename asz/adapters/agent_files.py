@@ -7,5 +7,7 @@ status line (which loads nothing else of the adapters).
 
 import re
 
+__all__ = ["AGENT_SIDECAR", "AGENT_TRANSCRIPT"]
+
 AGENT_TRANSCRIPT = re.compile(r"^agent-([A-Za-z0-9][A-Za-z0-9_-]*)\.jsonl$")
 AGENT_SIDECAR = re.compile(r"^agent-([A-Za-z0-9][A-Za-z0-9_-]*)\.meta\.json$")

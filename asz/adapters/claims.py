@@ -16,6 +16,18 @@ from dataclasses import dataclass
 
 from asz.bodykeys import BodyKeys, is_session_id
 
+__all__ = [
+    "SEVERAL",
+    "UNCLAIMED",
+    "WINDOW_NS",
+    "By",
+    "CallsOf",
+    "Claim",
+    "Claimer",
+    "Request",
+    "RequestBook",
+]
+
 WINDOW_NS = 24 * 3600 * 1_000_000_000
 """How far apart a response and a request of the session searched for it may have been written."""
 _BUCKET_NS = 3600 * 1_000_000_000

@@ -23,6 +23,8 @@ from asz.progress import Progress, Silent
 from asz.store import Store
 from asz.tally import Tally
 
+__all__ = ["collect_transcripts", "log"]
+
 log = structlog.get_logger(__name__)
 
 

@@ -55,6 +55,8 @@ from asz.crashpoints import crash_point
 from asz.store import BODY_KIND, BodyLander, Root, facts_path
 from asz.tally import Tally
 
+__all__ = ["KEEP_BYTES", "SEARCH_AGAIN_NS", "collect_bodies"]
+
 KEEP_BYTES = 64 * 1024 * 1024
 """Bodies read while judging that are kept for landing instead of being read a second time."""
 SEARCH_AGAIN_NS = 24 * 3600 * 1_000_000_000

@@ -43,6 +43,17 @@ from asz.adapters.transcript_landing import TranscriptSource
 from asz.bodykeys import is_session_id
 from asz.store import MAIN_STREAM
 
+__all__ = [
+    "PEEK_BYTES",
+    "TRANSCRIPT_SUFFIX",
+    "DiscoveredSession",
+    "Discovery",
+    "ScannedDir",
+    "discover",
+    "first_session",
+    "peek_cwds",
+]
+
 TRANSCRIPT_SUFFIX = ".jsonl"
 PEEK_BYTES = 256 * 1024
 _CHUNK = 1 << 20

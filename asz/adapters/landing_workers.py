@@ -42,6 +42,18 @@ from asz.progress import Progress, Silent
 from asz.store import Store
 from asz.tally import Tally
 
+__all__ = [
+    "MAX_WORKERS",
+    "ORPHAN_CHECK_SECONDS",
+    "SHARE_BYTES",
+    "SHARE_SESSIONS",
+    "WORKER_MIN_BYTES",
+    "backlog_bytes",
+    "land_in_workers",
+    "log",
+    "worker_count",
+]
+
 WORKER_MIN_BYTES = 64 * 1024 * 1024
 MAX_WORKERS = 4
 SHARE_BYTES = 32 * 1024 * 1024

@@ -21,6 +21,8 @@ from asz.progress import Progress
 from asz.store import Batch, FactsBuilder, LandedWindow, Store, open_facts, save_facts
 from asz.tally import Tally
 
+__all__ = ["BATCH_BYTES", "BATCH_FILES", "land_sessions"]
+
 BATCH_FILES = 64
 BATCH_BYTES = 32 * 1024 * 1024
 

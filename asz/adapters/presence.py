@@ -13,6 +13,8 @@ from pathlib import Path
 
 from asz.config import Config
 
+__all__ = ["absent_dirs", "nothing_there"]
+
 
 def absent_dirs(config: Config) -> list[Path]:
     """The source directories of the enabled adapters that are not there, in order."""

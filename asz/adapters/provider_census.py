@@ -24,6 +24,8 @@ from asz.bodykeys import read_keys
 from asz.config import Config
 from asz.store import Root
 
+__all__ = ["describe_sources"]
+
 
 def describe_sources(config: Config) -> dict[str, Any]:
     """What the bodies directories hold, for ``asz sources``: for each, whether it is there,

@@ -38,6 +38,21 @@ from asz.crashpoints import crash_point
 from asz.store import INDEX_KIND, STATE_DIR, LandedFileError, Store, index_dir
 from asz.tally import Tally
 
+__all__ = [
+    "INDEX_NAME",
+    "INDEX_TAIL_BYTES",
+    "READ_LIMIT",
+    "STATE_FORMAT",
+    "STATE_PATH",
+    "IndexLine",
+    "IndexPass",
+    "IndexState",
+    "JudgeSession",
+    "decode_state",
+    "log",
+    "sync_index",
+]
+
 INDEX_NAME = "index.jsonl"
 STATE_PATH = f"{STATE_DIR}/provider-index.json"
 STATE_FORMAT = "asz.provider-index/1"

@@ -23,6 +23,8 @@ from asz.atomic import DirSyncs
 from asz.store import BodyLander, CodecError, IncomingBody, LandedFileError
 from asz.tally import Tally
 
+__all__ = ["LAND_BYTES", "ClaimedLanding"]
+
 LAND_BYTES = 64 * 1024 * 1024
 """Source bytes handed to the store in one call; a session with more lands in several calls,
 so memory stays bounded whatever the backlog."""

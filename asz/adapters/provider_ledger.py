@@ -33,6 +33,21 @@ from asz.atomic import FILE_MODE, TEMP_PREFIX, fsync_dir, private_dir
 from asz.bodykeys import BodyKeys
 from asz.store import Root, Store
 
+__all__ = [
+    "CONFLICTING",
+    "FORMAT",
+    "LEDGER_NAME",
+    "UNKNOWN_MTIME",
+    "Ledger",
+    "LedgerEntry",
+    "State",
+    "ledger_path",
+    "load_ledger",
+    "log",
+    "open_ledger",
+    "rebuild_ledger",
+]
+
 LEDGER_NAME = "provider-ledger.sqlite"
 FORMAT = "asz.provider-ledger/1"
 UNKNOWN_MTIME = -1

@@ -27,6 +27,22 @@ import orjson
 from asz.adapters.source_files import NotReadable, open_regular
 from asz.store import MAX_BODY
 
+__all__ = [
+    "BODY_NAME",
+    "MAX_BODY_BYTES",
+    "BodyRead",
+    "JsonLook",
+    "Listing",
+    "SourceFile",
+    "TooLarge",
+    "distinct_dirs",
+    "is_one_json_value",
+    "list_sources",
+    "look_at_json",
+    "parse_body_name",
+    "read_body",
+]
+
 BODY_NAME = re.compile(r"^([A-Za-z0-9_-]+)\.(request|response)\.json$")
 _match_body_name = BODY_NAME.match
 _ROLES = {"request": "request", "response": "response"}

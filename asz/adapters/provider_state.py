@@ -18,6 +18,8 @@ from asz.adapters.provider_source import Listing, SourceFile, distinct_dirs, par
 from asz.bodykeys import is_session_id
 from asz.store import BODY_KIND, BodyLander, Root
 
+__all__ = ["QUIET_NS", "Marks", "ProviderState", "file_mark", "look_again", "marks_of"]
+
 QUIET_NS = 1_000_000_000
 """How long a bodies directory must have gone unchanged before a listing of it is trusted to
 stand until its mtime moves."""

@@ -29,6 +29,8 @@ from asz.bodykeys import is_session_id
 from asz.config import Config
 from asz.store import SessionFacts, Store
 
+__all__ = ["Matcher", "Pattern", "SessionJudge", "Verdict", "encode_cwd", "landed_admits"]
+
 _OUTSIDE_NAME = re.compile(r"[^A-Za-z0-9]")
 _TREE_SUFFIX = "/**"
 

@@ -9,6 +9,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+__all__ = ["FileStat", "NotReadable", "open_regular"]
+
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 

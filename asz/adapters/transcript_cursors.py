@@ -34,6 +34,22 @@ from asz.store import (
     Session,
 )
 
+__all__ = [
+    "ACTIVE",
+    "CONFLICT",
+    "CURSOR_TAIL_BYTES",
+    "SOURCE_GONE",
+    "Cursor",
+    "Tail",
+    "cursor_path",
+    "load_cursor",
+    "mark_gone",
+    "rebuild_cursor",
+    "renumber_cursors",
+    "save_cursor",
+    "still_landed",
+]
+
 ACTIVE = "active"
 SOURCE_GONE = "source_gone"
 CONFLICT = "conflict"

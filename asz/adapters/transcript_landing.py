@@ -48,6 +48,16 @@ from asz.store import (
 )
 from asz.tally import Tally
 
+__all__ = [
+    "MAX_SNAPSHOT_BYTES",
+    "MAX_WINDOWS_PER_PASS",
+    "MAX_WINDOW_BYTES",
+    "LineTooLong",
+    "TranscriptLander",
+    "TranscriptSource",
+    "read_window",
+]
+
 MAX_WINDOWS_PER_PASS = 64
 MAX_SNAPSHOT_BYTES = 16 * 1024 * 1024
 MAX_WINDOW_BYTES = MAX_CONTENT_BYTES - 64 * 1024

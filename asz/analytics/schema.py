@@ -16,6 +16,19 @@ import pyarrow as pa
 
 from asz.analytics.names import TABLE_NAMES
 
+__all__ = [
+    "BREAKS",
+    "CALLS",
+    "SCHEMA_VERSION",
+    "SESSIONS",
+    "TABLES",
+    "TABLE_KEY",
+    "TIME",
+    "USD",
+    "VERSION_KEY",
+    "with_version",
+]
+
 SCHEMA_VERSION = 1
 VERSION_KEY = b"asz.schema"
 TABLE_KEY = b"asz.table"

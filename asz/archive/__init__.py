@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from asz.config import ArchiveConfig
     from asz.store import Store
 
+__all__ = ["open_archive", "open_bucket", "open_root"]
+
 
 def open_bucket(url: str, settings: ArchiveConfig | None = None) -> Bucket:
     """The bucket client for ``url`` with ``settings``' endpoint, region and retries."""

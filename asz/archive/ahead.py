@@ -14,6 +14,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar
 
+__all__ = ["AHEAD", "KEPT", "R", "ReadAhead"]
+
 K = TypeVar("K")
 R = TypeVar("R")
 

@@ -34,6 +34,8 @@ from asz.store import (
     parse_landed,
 )
 
+__all__ = ["ArchiveBackend", "Names", "Numbered", "reading"]
+
 T = TypeVar("T")
 _TWO_ROOTS = "the session's sequence holds files from two roots"
 Names = list[str]

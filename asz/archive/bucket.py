@@ -25,6 +25,8 @@ from asz.archive.retry import Link
 if TYPE_CHECKING:
     from obstore.store import S3Store
 
+__all__ = ["ABSENT", "FOLLOWS", "Absent", "Bucket", "Created", "Known", "Meta"]
+
 
 @dataclass(frozen=True, slots=True)
 class Meta:

@@ -21,6 +21,8 @@ import hashlib
 import os
 from pathlib import Path
 
+__all__ = ["LocalCache", "default_cache_dir"]
+
 _DIGEST = 32
 """Bytes of the SHA-256 kept after each copy."""
 _DIR_MODE = 0o700

@@ -18,6 +18,8 @@ import hashlib
 
 import orjson
 
+__all__ = ["CLAIMS_DIR", "FORMAT", "claim_bytes", "claim_of", "claim_path"]
+
 CLAIMS_DIR = "_archive/claims"
 FORMAT = "asz.archive-claim/1"
 

@@ -27,6 +27,8 @@ from urllib.parse import urlsplit
 
 from obstore.exceptions import AlreadyExistsError, PreconditionError
 
+__all__ = ["FATAL_CODES", "Failure", "Kind", "no_credentials", "understand"]
+
 
 class Kind(Enum):
     FATAL = "fatal"

@@ -47,6 +47,18 @@ from asz.locations import ArchiveUrl
 from asz.store import MAX_CONTENT_BYTES, PUSH_LOCK_FILE, LandedName, Store, state_lock
 from asz.words import count, size
 
+__all__ = [
+    "GRACE",
+    "Admits",
+    "Progress",
+    "PushBusy",
+    "PushTally",
+    "Pusher",
+    "push_line",
+    "push_lock",
+    "stop_line",
+]
+
 T = TypeVar("T")
 
 

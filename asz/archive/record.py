@@ -35,6 +35,8 @@ import orjson
 
 from asz.store import STATE_DIR
 
+__all__ = ["FORMAT", "MARKERS_DIR", "MARKER_FORMAT", "RECORD_FILE", "PushRecord", "new_marker"]
+
 RECORD_FILE = "archive-pushed.jsonl"
 FORMAT = "asz.archive-pushed/2"
 MARKERS_DIR = "_archive/roots"

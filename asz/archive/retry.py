@@ -27,6 +27,8 @@ from typing import TypeVar
 
 from asz.archive.failure import Failure, Kind, understand
 
+__all__ = ["BREAKER", "Backoff", "Halted", "Link"]
+
 BREAKER = 6
 """Requests in a row that met no answer, with none answered between them, that end a push:
 enough that a reset here and there never does, few enough that an endpoint that is gone ends

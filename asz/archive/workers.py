@@ -19,6 +19,8 @@ from typing import Generic, TypeVar
 
 from asz.archive.retry import Halted, Link
 
+__all__ = ["R", "Workers"]
+
 K = TypeVar("K")
 R = TypeVar("R")
 

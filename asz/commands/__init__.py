@@ -39,6 +39,8 @@ from asz.config import Config, ConfigError, load_config
 from asz.exits import EXIT_FAILED, EXIT_USAGE, UsageError
 from asz.store import StorageUnavailable
 
+__all__ = ["COMMANDS", "Command", "build_parser", "command_names", "main"]
+
 
 class Command(Protocol):
     """What a command module provides."""

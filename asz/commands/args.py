@@ -20,6 +20,21 @@ if TYPE_CHECKING:
     from asz.config import Config
     from asz.store import Session, Store
 
+__all__ = [
+    "NO_ROOT",
+    "SESSION_HELP",
+    "SINCE_HELP",
+    "add_session",
+    "add_zone",
+    "common_options",
+    "landed_session",
+    "local_root",
+    "open_root",
+    "parse_since",
+    "root_argument",
+    "root_directory",
+]
+
 _AGE = re.compile(r"(\d{1,6})([mhdw])")
 _AGE_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 SINCE_HELP = (

@@ -14,6 +14,8 @@ from asz.commands.problems import report_problems
 from asz.config import Config
 from asz.exits import EXIT_FAILED, EXIT_USAGE
 
+__all__ = ["SUMMARY", "add_arguments", "run"]
+
 SUMMARY = "write one landed body's exact bytes to stdout"
 
 

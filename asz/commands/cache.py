@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from asz.store import Session, SessionSummary
     from asz.view.ranking import Ranking
 
+__all__ = ["BY", "SUMMARY", "add_arguments", "run"]
+
 SUMMARY = (
     "say what broke the prompt cache at each request of a session, and what it cost; with no "
     "SESSION, rank every session by what its breaks wasted"

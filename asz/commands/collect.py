@@ -20,6 +20,8 @@ from asz.words import CONFLICT_ADVICE, count
 if TYPE_CHECKING:
     from asz.tally import Tally
 
+__all__ = ["SUMMARY", "add_arguments", "collect_once", "run", "service_config"]
+
 SUMMARY = "land new transcripts and bodies (a service, or one pass)"
 
 

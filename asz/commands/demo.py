@@ -27,6 +27,8 @@ from asz.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from asz.view.records import ViewDocument
 from asz.words import count, size
 
+__all__ = ["SUMMARY", "add_arguments", "run"]
+
 SUMMARY = "synthesise a capture, collect it, verify it, say what happened"
 
 

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from asz.export.spans import SpanRecord
     from asz.store import Store
 
+__all__ = ["ACTIONS", "SUMMARY", "add_arguments", "run"]
+
 SUMMARY = "send landed model calls to an OpenTelemetry backend as GenAI spans"
 ACTIONS = {
     "otlp": "send every landed model call not sent yet as an OpenTelemetry span over "

@@ -28,6 +28,19 @@ if TYPE_CHECKING:
     from asz.config import Config
     from asz.store import Problem, Session, SessionSummary, Store
 
+__all__ = [
+    "Listed",
+    "add_filters",
+    "filtering",
+    "list_sessions",
+    "listing_exit",
+    "path_shortened",
+    "project_shown",
+    "say_none_listed",
+    "time_headers",
+    "when_shown",
+]
+
 _GLOB = re.compile(r"[*?\[]")
 
 

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from asz.exits import EXIT_FAILED, EXIT_OK
 from asz.words import count
 
+__all__ = ["SHOWN", "report_problems"]
+
 SHOWN = 20
 
 

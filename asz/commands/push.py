@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from asz.archive.push import Pusher, PushTally
     from asz.store import Store
 
+__all__ = ["SUMMARY", "add_arguments", "prune_line", "run"]
+
 SUMMARY = "push every landed file of the admitted sessions to the team archive ([archive] url)"
 
 

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from asz.redact import Redactor, Tally
     from asz.store import Session
 
+__all__ = ["SUMMARY", "add_arguments", "make_redactor", "run"]
+
 SUMMARY = "list what would be redacted where data leaves the machine ([redact]), by rule"
 
 

@@ -20,6 +20,8 @@ from asz.exits import EXIT_FAILED, EXIT_OK, UsageError
 if TYPE_CHECKING:
     from asz.store import RepackOutcome
 
+__all__ = ["SUMMARY", "add_arguments", "outcome_line", "run"]
+
 SUMMARY = "merge sessions' landed files into few files, safely, beside the service"
 
 

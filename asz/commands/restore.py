@@ -21,6 +21,8 @@ from asz.words import count
 if TYPE_CHECKING:
     from asz.restore import Restored
 
+__all__ = ["SUMMARY", "add_arguments", "run"]
+
 SUMMARY = "write a session's landed transcripts back to a directory"
 
 

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from asz.store import Store
     from asz.web.library import Tables
 
+__all__ = ["DEFAULT_LISTEN", "SUMMARY", "add_arguments", "run"]
+
 SUMMARY = "serve a local, read-only web view of the root: sessions, calls, requests, bodies"
 DEFAULT_LISTEN = "127.0.0.1:9478"
 

@@ -12,6 +12,8 @@ import argparse
 from asz.commands.args import common_options
 from asz.config import Config
 
+__all__ = ["ACTIONS", "SUMMARY", "add_arguments", "run"]
+
 SUMMARY = "install, remove or inspect the per-user collector service (--web: the web view)"
 ACTIONS = {
     "install": "write the unit (systemd, Linux) or LaunchAgent (macOS) that runs `asz collect` "

@@ -29,6 +29,8 @@ from asz.zones import Zone, zone_of
 if TYPE_CHECKING:
     from asz.store import SessionSummary
 
+__all__ = ["SUMMARY", "add_arguments", "run"]
+
 SUMMARY = "list every landed session, newest first"
 _MODEL_NAME = re.compile(r"^claude-|-\d{8}$")
 """What the table leaves out of a model's name: the maker, and the release date."""

@@ -17,6 +17,8 @@ from asz.config import Config
 from asz.exits import EXIT_FAILED, EXIT_OK
 from asz.words import count
 
+__all__ = ["SUMMARY", "add_arguments", "describe_transcripts", "run"]
+
 SUMMARY = "say what each adapter sees"
 
 

@@ -16,6 +16,8 @@ from typing import Any
 from asz.config import Config
 from asz.exits import EXIT_FAILED, UsageError
 
+__all__ = ["SUMMARY", "add_arguments", "run"]
+
 SUMMARY = "run SQL over the call facts (asz export parquet) with DuckDB: tables calls, "
 SUMMARY += "sessions, breaks"
 

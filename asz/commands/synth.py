@@ -15,6 +15,8 @@ from asz.exits import EXIT_OK, UsageError
 from asz.synth.options import SynthOptions
 from asz.words import count
 
+__all__ = ["SUMMARY", "add_arguments", "run"]
+
 SUMMARY = "write a synthetic Claude Code directory with its ground truth"
 
 

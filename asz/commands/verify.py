@@ -11,6 +11,8 @@ import argparse
 from asz.commands.args import add_session, landed_session, open_root
 from asz.config import Config
 
+__all__ = ["SUMMARY", "add_arguments", "run"]
+
 SUMMARY = "check every landed file and rebuild every landed body"
 
 

@@ -14,6 +14,8 @@ from asz.commands.args import add_session, add_zone, landed_session
 from asz.commands.problems import report_problems
 from asz.config import Config
 
+__all__ = ["SUMMARY", "WIDTH_OFF_TERMINAL", "add_arguments", "run"]
+
 SUMMARY = "show a session's streams, calls, tokens and joined bodies, in time"
 WIDTH_OFF_TERMINAL = 120
 """The timeline's width when stdout is not a terminal and ``COLUMNS`` does not say one."""

@@ -20,6 +20,8 @@ import orjson
 
 from asz.daemon.metrics import ServiceMetrics
 
+__all__ = ["STALL_SECONDS", "HealthState", "ListenError", "StatusServer", "parse_listen"]
+
 STALL_SECONDS = 10.0
 """A loop that has not ticked for this long is reported unhealthy (it ticks every second)."""
 

@@ -24,6 +24,32 @@ from asz.config import Config
 from asz.daemon.http import ListenError, parse_listen
 from asz.exits import EXIT_FAILED, EXIT_OK
 
+__all__ = [
+    "COLLECTOR",
+    "LABEL",
+    "UNIT_NAME",
+    "WEB",
+    "WEB_LABEL",
+    "WEB_UNIT_NAME",
+    "Command",
+    "Launchd",
+    "Manager",
+    "Plan",
+    "ServiceKind",
+    "Systemd",
+    "UnpinnableDir",
+    "asz_command",
+    "collect_arguments",
+    "manager_for",
+    "render_plist",
+    "render_unit",
+    "serve_arguments",
+    "service_command",
+    "service_environment",
+    "systemd_assignment",
+    "systemd_quote",
+]
+
 UNIT_NAME = "asz.service"
 LABEL = "io.asz.collect"
 WEB_UNIT_NAME = "asz-web.service"

@@ -22,6 +22,15 @@ if TYPE_CHECKING:
     from asz.tally import Tally
     from asz.view.families import CacheCounts
 
+__all__ = [
+    "ERROR_KINDS",
+    "ArchiveMetrics",
+    "CacheCostMetrics",
+    "ServiceMetrics",
+    "bounded_cause",
+    "bounded_family",
+]
+
 ERROR_KINDS = ("pass", "crash", "watch", "notify")
 """``pass``: an error a pass reported; ``crash``: a pass that raised; ``watch``: the watcher
 lost events or a watch; ``notify``: the service manager could not be told."""

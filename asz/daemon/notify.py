@@ -13,6 +13,8 @@ import os
 import socket
 from collections.abc import Mapping
 
+__all__ = ["Notifier"]
+
 
 class Notifier:
     """Sends state lines to the service manager, if there is one listening."""

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
     from asz.view.families import CacheCounts
 
+__all__ = ["ExportLoop", "ExportMetrics", "OtlpCacheMetrics", "export_target"]
+
 
 def export_target(config: Config, log: FilteringBoundLogger) -> Target | None:
     """Where the service exports to; None when no endpoint is named (no export), or when the

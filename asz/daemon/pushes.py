@@ -34,6 +34,8 @@ from asz.daemon.metrics import ServiceMetrics
 from asz.locations import ArchiveUrl
 from asz.store import Store
 
+__all__ = ["PushLoop"]
+
 _STOP_WAIT = GRACE + 1.0
 """Seconds the service waits for its push to stop: the push's own grace, and a margin."""
 

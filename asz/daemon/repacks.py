@@ -31,6 +31,8 @@ from asz.store import (
     repack_session,
 )
 
+__all__ = ["RepackLoop"]
+
 _LOWEST = 19
 
 

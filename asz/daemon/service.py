@@ -48,6 +48,8 @@ from asz.view.keeper import ReportKeeper
 from asz.view.prices import price_table
 from asz.words import CONFLICT_ADVICE
 
+__all__ = ["FULL_RESCAN_EVERY", "HEARTBEAT_SECONDS", "LOCK_POLL_SECONDS", "Service", "run_service"]
+
 LOCK_POLL_SECONDS = 1.0
 HEARTBEAT_SECONDS = 1.0
 FULL_RESCAN_EVERY = 10

@@ -37,6 +37,16 @@ from asz.adapters.provider_source import (
 )
 from asz.adapters.source_files import NotReadable
 
+__all__ = [
+    "UNREADABLE_MARGIN",
+    "BodyCheck",
+    "Kind",
+    "Readiness",
+    "SettleQueue",
+    "SourcePaths",
+    "check_body",
+]
+
 UNREADABLE_MARGIN = 0.1
 """Seconds added to a parked body's deadline, so the pass it triggers is sure to find it old
 enough to count unreadable."""

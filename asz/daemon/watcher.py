@@ -47,6 +47,8 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
+__all__ = ["Armed", "EventKind", "Rearmed", "Target", "WatchEvent", "Watcher"]
+
 _MAX_PLACEMENTS = 8
 _DIR_EVENTS: list[type[FileSystemEvent]] = [DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
 # Opening and closing without a write are left out: every pass reads the sources, and those

@@ -28,6 +28,16 @@ import anyio
 if TYPE_CHECKING:
     from asz.tally import Tally
 
+__all__ = [
+    "CHANGES",
+    "FIRST_SCAN",
+    "MIN_RESCAN_GAP",
+    "RESCAN",
+    "PassResult",
+    "PassSchedule",
+    "PassWorker",
+]
+
 MIN_RESCAN_GAP = 1.0
 """Seconds a rescan the watcher asked for waits after the last pass began, so a watcher that
 keeps reporting trouble cannot keep the worker in a loop of passes."""

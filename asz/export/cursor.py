@@ -25,6 +25,8 @@ import orjson
 
 from asz.store import EXPORT_LOCK_FILE, STATE_DIR, Store, state_lock
 
+__all__ = ["CURSOR_DIR", "Cursors", "ExportBusy", "endpoint_key", "export_lock"]
+
 CURSOR_DIR = f"{STATE_DIR}/otlp"
 _SCHEMA = 1
 _MAX_CURSOR = 1 << 28

@@ -37,6 +37,22 @@ from asz import __version__
 from asz.export.run import ExportFailed
 from asz.export.spans import SpanRecord
 
+__all__ = [
+    "METRICS_PATH",
+    "SCHEMA_URL",
+    "SEMCONV_VERSION",
+    "SERVICE_NAME",
+    "TRACES_PATH",
+    "EndpointError",
+    "SpanSender",
+    "Target",
+    "quiet_sdk_logs",
+    "readable_span",
+    "resolve_target",
+    "resource",
+    "shown_url",
+]
+
 SEMCONV_VERSION = "1.41.0"
 """The OpenTelemetry semantic conventions the GenAI attributes follow (``docs/otel.md``)."""
 SCHEMA_URL = f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}"

@@ -23,6 +23,8 @@ from asz.view.document import build_view
 from asz.view.kept import session_report
 from asz.view.prices import PriceTable
 
+__all__ = ["ExportFailed", "ExportTally", "Sender", "SpanExport"]
+
 
 class ExportFailed(Exception):
     """The endpoint did not take a batch (after the exporter's own retries)."""

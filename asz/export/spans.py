@@ -25,6 +25,22 @@ from asz.view.records import CacheReport, CacheRow, Epoch, ViewCall, ViewDocumen
 from asz.view.spend import NO_REQUEST
 from asz.zones import IN_UTC
 
+__all__ = [
+    "BREAK_EVENT",
+    "CHAT",
+    "COMPACTION_AGENT",
+    "PROVIDER",
+    "AttributeValue",
+    "Attributes",
+    "SessionSpans",
+    "SpanEvent",
+    "SpanRecord",
+    "session_spans",
+    "span_id_of",
+    "time_ns",
+    "trace_id_of",
+]
+
 AttributeValue = str | bool | int | float | Sequence[str]
 Attributes = dict[str, AttributeValue]
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+__all__ = ["MAX_REPORT", "MAX_TRIES", "RETRY_SECONDS", "kept_cause", "should_ask"]
+
 RETRY_SECONDS = 30.0
 MAX_TRIES = 20
 MAX_REPORT = 64 << 20

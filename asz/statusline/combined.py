@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import subprocess
 
+__all__ = ["TIMEOUT", "first_line"]
+
 TIMEOUT = 5.0
 
 

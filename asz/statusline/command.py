@@ -29,6 +29,17 @@ if TYPE_CHECKING:
     from asz.config import Config
     from asz.statusline.status_input import StatusInput
 
+__all__ = [
+    "SUMMARY",
+    "ShowOptions",
+    "add_arguments",
+    "chosen_fields",
+    "fast_main",
+    "own_options",
+    "run",
+    "show",
+]
+
 SUMMARY = "print one line on the session's prompt cache for Claude Code's status line"
 
 

@@ -17,6 +17,8 @@ from asz.view.growing import Totals
 from asz.view.timeline import escaped
 from asz.zones import IN_UTC
 
+__all__ = ["FIELDS", "MAX_DETAIL", "NEUTRAL_WORDS", "SEPARATOR", "figures", "words"]
+
 FIELDS = ("cache", "breaks", "last", "cost")
 SEPARATOR = " · "
 MAX_DETAIL = 40

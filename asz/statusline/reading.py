@@ -19,6 +19,8 @@ from asz.statusline.tail import MAIN_STREAM, advance, session_sources
 from asz.view.growing import StreamFold, session_totals
 from asz.view.prices import price_table
 
+__all__ = ["READ_BUDGET", "read_session"]
+
 READ_BUDGET = 64 << 20
 """Transcript bytes one run reads at most; a longer session is read over several runs (the
 line says ``reading…`` meanwhile), so no run holds Claude Code's line up for long."""

@@ -27,6 +27,16 @@ from typing import Any
 from asz.config import Config
 from asz.exits import EXIT_FAILED, EXIT_OK, UsageError
 
+__all__ = [
+    "KEY",
+    "SETTINGS_FILE",
+    "change_settings",
+    "installed",
+    "own_command",
+    "settings_file",
+    "uninstalled",
+]
+
 KEY = "statusLine"
 SETTINGS_FILE = "settings.json"
 

@@ -30,6 +30,17 @@ import orjson
 
 from asz.bodykeys import is_session_id
 
+__all__ = [
+    "MAX_SESSIONS",
+    "MAX_STATE",
+    "SCHEMA",
+    "SLOTS",
+    "load_state",
+    "save_state",
+    "state_dir",
+    "state_file",
+]
+
 SCHEMA = 1
 MAX_STATE = 1 << 20
 MAX_SESSIONS = 64

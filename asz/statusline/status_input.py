@@ -14,6 +14,8 @@ from typing import Any, NamedTuple, TextIO
 
 import orjson
 
+__all__ = ["MAX_INPUT", "StatusInput", "parse_input", "read_stdin"]
+
 MAX_INPUT = 1 << 20
 """Claude Code's object is a few hundred bytes; more than this is not read."""
 

@@ -24,6 +24,19 @@ from asz.adapters.source_files import NotReadable, open_regular
 from asz.view.growing import StreamFold
 from asz.view.prices import PriceTable
 
+__all__ = [
+    "CHUNK",
+    "HEAD",
+    "LONGEST_LINE",
+    "MAIN_STREAM",
+    "MAX_SOURCES",
+    "MIN_CHUNK",
+    "Advanced",
+    "Source",
+    "advance",
+    "session_sources",
+]
+
 MAIN_STREAM = "main"
 MAX_SOURCES = 256
 """Subagent files read at most (the first by name); a session with more shows the rest's

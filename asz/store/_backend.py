@@ -27,6 +27,8 @@ from asz.atomic import (
     write_temp,
 )
 
+__all__ = ["Backend", "Entry", "LocalBackend", "TempFile"]
+
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 

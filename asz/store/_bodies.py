@@ -32,6 +32,17 @@ from asz.store._store import Store
 from asz.store._writer import ReadBackError
 from asz.tally import Tally
 
+__all__ = [
+    "BodyLander",
+    "BodyLanding",
+    "IncomingBody",
+    "LoadedSession",
+    "Records",
+    "load_session_bodies",
+    "packed",
+    "record_bytes",
+]
+
 _RECORD_OVERHEAD = 32
 _FILE_OVERHEAD = 512
 

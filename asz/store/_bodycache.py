@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+__all__ = ["CACHE_BYTES", "BodyCache"]
+
 CACHE_BYTES = 64 * 1024 * 1024
 """Rebuilt bodies kept besides the chain tips, so a copy rarely rebuilds its base again."""
 

@@ -29,6 +29,8 @@ from asz.store._bodyreader import BodyLoader
 from asz.store._held import HeldBodies
 from asz.store._manifest import MAX_DEPTH
 
+__all__ = ["KEPT_REQUESTS", "BodyParts"]
+
 KEPT_REQUESTS = 64
 """Latest requests a walk keeps, besides the chain tips, for a reader comparing each request
 with the one before it of its chain."""

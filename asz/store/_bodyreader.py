@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from asz.store._framing import LandedFile, LandedRecord
     from asz.store._session import BodyManifest, Session
 
+__all__ = ["BodyLoader", "BodyReader"]
+
 
 class BodyLoader:
     """Holds a session's body records in landing order, as far as asked (see the module).

@@ -8,6 +8,8 @@ landed files".
 
 from __future__ import annotations
 
+__all__ = ["count", "optional_text", "text"]
+
 
 def optional_text(value: object) -> str | None:
     """``value`` when it is a string or None."""

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from asz.store._layout import LandedName
     from asz.store._session import Session
 
+__all__ = ["DerivedFile", "Kept", "landed_mark", "mark_of", "stamp_of"]
+
 
 def landed_mark(backend: Backend, names: Iterable[LandedName]) -> str:
     """What the landed files ``names`` are: their count and a digest of every path and stamp,

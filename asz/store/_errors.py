@@ -5,6 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = [
+    "AmbiguousId",
+    "BodyNotFound",
+    "DamagedTranscript",
+    "Problem",
+    "StorageUnavailable",
+    "StoreError",
+    "TranscriptNotFound",
+    "UnknownSession",
+]
+
 
 class StoreError(Exception):
     """What a reader of a root asked for is not there, or does not hold."""

@@ -33,6 +33,23 @@ import zstandard
 from asz import __version__
 from asz.gc_pause import gc_paused
 
+__all__ = [
+    "FORMAT",
+    "MAX_CONTENT_BYTES",
+    "MAX_LINE_BYTES",
+    "WRITER",
+    "ZSTD_LEVEL",
+    "ZSTD_MAGIC",
+    "Framed",
+    "LandedFile",
+    "LandedFileError",
+    "LandedRecord",
+    "content_of_own",
+    "decode_file",
+    "encode_file",
+    "frame",
+]
+
 FORMAT = "asz.landed/1"
 WRITER = f"asz/{__version__}"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMAT",
+    "MAX_MANIFEST_BYTES",
     "Generation",
     "GenerationError",
     "GenerationWriter",

@@ -32,6 +32,8 @@ from asz.store._manifest import (
     is_int,
 )
 
+__all__ = ["MAX_TIPS", "Entry", "HeldBodies"]
+
 MAX_TIPS = 64
 """Chains whose latest request is kept as a copy candidate; the least recently extended go."""
 

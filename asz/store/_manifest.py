@@ -70,6 +70,29 @@ import orjson
 
 from asz.bodykeys import KEY_NAMES, BodyKeys
 
+__all__ = [
+    "CHAIN_PATTERN",
+    "DIGEST_PATTERN",
+    "MAX_BODY",
+    "MAX_DEPTH",
+    "ROLES",
+    "CodecError",
+    "IdConflict",
+    "Record",
+    "Repeat",
+    "blob_views",
+    "build_manifest",
+    "chain_of",
+    "check_keys",
+    "count_of",
+    "dumps_meta",
+    "field_of",
+    "is_int",
+    "new_pieces",
+    "referenced_pieces",
+    "whole_record",
+]
+
 MAX_DEPTH = 32
 """Most copies between a body and one that copies nothing: bounds the work of one rebuild."""
 MAX_BODY = 256 * 1024 * 1024

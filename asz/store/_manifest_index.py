@@ -26,6 +26,8 @@ from asz.store._derived import DerivedFile
 from asz.store._layout import manifests_path
 from asz.store._manifest import referenced_pieces
 
+__all__ = ["MANIFESTS", "REFS", "IndexedFile", "decode_index", "encode_index", "pieces_named"]
+
 MANIFESTS = DerivedFile(manifests_path, schema=2, limit=1 << 30)
 """Its mark is of the body files; a reader takes it file by file, each entry holding while its
 file has the stamp the entry names."""

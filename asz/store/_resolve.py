@@ -23,6 +23,18 @@ from collections.abc import Iterable
 from asz.store._errors import AmbiguousId, StoreError
 from asz.store._layout import NotASession
 
+__all__ = [
+    "BODY_SUFFIX",
+    "MIN_PREFIX",
+    "SHOWN_PREFIX",
+    "bodies_starting",
+    "body_text",
+    "only",
+    "session_text",
+    "sessions_starting",
+    "unique_prefixes",
+]
+
 MIN_PREFIX = 4
 """The fewest characters a prefix may have: a shorter one names a session or a body only by
 the luck of what has landed so far."""

@@ -21,6 +21,17 @@ from asz.atomic import DIR_MODE, private_dir, remove_stale_temps
 from asz.bodykeys import is_session_id
 from asz.store._layout import LANDING_LOCK_FILE, LOCK_FILE, REDACTED_DIR, STATE_DIR, session_dir
 
+__all__ = [
+    "Busy",
+    "Root",
+    "UnsafeRoot",
+    "check_private",
+    "collector_lock",
+    "landing_lock",
+    "spread_sessions",
+    "state_lock",
+]
+
 
 class Busy(Exception):
     """Another collector holds the root."""

@@ -34,6 +34,18 @@ from dataclasses import dataclass
 
 import orjson
 
+__all__ = [
+    "MAX_NESTING",
+    "MIN_PIECE",
+    "Layout",
+    "NotCuttable",
+    "array_items_from",
+    "message_spans",
+    "require_json_object",
+    "scan_body",
+    "scan_rest",
+]
+
 MIN_PIECE = 1024
 """Shortest string token (quotes included) that is a piece."""
 

@@ -67,6 +67,8 @@ from asz.store._writer import read_seq_file
 if TYPE_CHECKING:
     from asz.store._store import Store
 
+__all__ = ["BodyManifest", "IndexLine", "Session"]
+
 
 @dataclass(frozen=True, slots=True)
 class BodyManifest:

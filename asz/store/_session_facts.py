@@ -36,6 +36,16 @@ if TYPE_CHECKING:
     from asz.store._layout import LandedName
     from asz.store._session import Session
 
+__all__ = [
+    "FACTS",
+    "CallFact",
+    "FactsBuilder",
+    "SessionFacts",
+    "load_facts",
+    "open_facts",
+    "save_facts",
+]
+
 FACTS = DerivedFile(facts_path, schema=3, limit=1 << 30)
 _ASSISTANT = b'"assistant"'
 _PROMPT_ID = b'"promptId"'

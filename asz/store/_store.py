@@ -18,6 +18,8 @@ from asz.store._session import Session
 from asz.store._verify import VerifyReport, verify_session
 from asz.store._writer import Batch, SessionWriter, read_seq_file
 
+__all__ = ["Store", "open_store"]
+
 
 class Store:
     """One root, through one backend; ``compression`` is what files landed from here use."""

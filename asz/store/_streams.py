@@ -26,6 +26,18 @@ from dataclasses import dataclass, field
 from asz.store._framing import LandedFile, LandedFileError
 from asz.store._layout import TRANSCRIPT_KIND
 
+__all__ = [
+    "APPEND",
+    "MAIN_STREAM",
+    "SNAPSHOT",
+    "Fresh",
+    "LandedWindow",
+    "StreamReader",
+    "TranscriptLine",
+    "split_lines",
+    "windows_of",
+]
+
 MAIN_STREAM = "main"
 APPEND = "append"
 SNAPSHOT = "snapshot"

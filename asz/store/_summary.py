@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from asz.store._layout import LandedName
     from asz.store._session import Session
 
+__all__ = ["SUMMARY", "SessionSummary", "summarize"]
+
 SUMMARY = DerivedFile(summary_path, schema=2, limit=1 << 20)
 
 

@@ -33,6 +33,8 @@ from asz.store._session import Session
 from asz.store._session_facts import FACTS
 from asz.store._summary import SUMMARY
 
+__all__ = ["DERIVED", "VerifyReport", "check_derived", "verify_session"]
+
 DERIVED = (SUMMARY, FACTS, MANIFESTS)
 """The derived files the store makes of a session (the view keeps one more, its report)."""
 

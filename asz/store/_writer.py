@@ -49,6 +49,17 @@ from asz.store._layout import (
     seq_file,
 )
 
+__all__ = [
+    "CRASH_POINTS",
+    "LEVELS",
+    "Batch",
+    "Check",
+    "Landed",
+    "ReadBackError",
+    "SessionWriter",
+    "read_seq_file",
+]
+
 LEVELS = {TRANSCRIPT_KIND: 3}
 """zstd level per kind where it is not the default: transcripts land raw and in bulk, and
 level 3 takes a third of the time of the default for about a tenth more bytes."""

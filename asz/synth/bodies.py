@@ -16,6 +16,25 @@ import orjson
 from asz.synth.catalog import CACHE_1H, CONTEXT_MANAGEMENT, MAX_TOKENS, REDACTED
 from asz.synth.options import CLAUDE_VERSION
 
+__all__ = [
+    "BILLING_PREFIX",
+    "REQUEST_KEYS",
+    "Block",
+    "Message",
+    "billing_block",
+    "dumps",
+    "is_single_text",
+    "left_cached",
+    "redact",
+    "render_messages",
+    "request",
+    "response",
+    "tokens",
+    "usage",
+    "user_id",
+    "version_suffix",
+]
+
 REQUEST_KEYS = (
     "model",
     "messages",

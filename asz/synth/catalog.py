@@ -14,6 +14,41 @@ from typing import Any
 
 import orjson
 
+__all__ = [
+    "AGENT_MODEL",
+    "API_VERDICTS",
+    "CACHE_1H",
+    "CACHE_1H_GLOBAL",
+    "CACHE_5M",
+    "CONTEXT_MANAGEMENT",
+    "CONTEXT_TOKENS",
+    "EFFORT_KEEPS_CACHE",
+    "IDENTITY",
+    "MAIN_MODEL",
+    "MAX_TOKENS",
+    "OUTPUT_STYLE",
+    "REDACTED",
+    "SCHEMA_DRAFT",
+    "SUMMARY_CLOSING",
+    "SUMMARY_PREAMBLE",
+    "SWITCH_MODEL",
+    "THINKING",
+    "TITLE_MAX_TOKENS",
+    "TITLE_MODEL",
+    "TITLE_PROMPT",
+    "TITLE_SYSTEM",
+    "Tool",
+    "agent_subset",
+    "builtin_tools",
+    "fill",
+    "late_tool",
+    "parse_tools",
+    "sections",
+    "text",
+    "tool_set",
+    "tools_from_file",
+]
+
 IDENTITY = "You are Claude Code, Anthropic's official CLI for Claude."
 MAIN_MODEL = "claude-opus-4-6"
 SWITCH_MODEL = "claude-opus-5-5"

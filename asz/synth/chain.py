@@ -10,6 +10,8 @@ from asz.synth.catalog import CACHE_1H, THINKING
 from asz.synth.context import system_blocks
 from asz.synth.options import CLAUDE_VERSION
 
+__all__ = ["Chain"]
+
 
 class Chain:
     """The state Claude Code keeps per chain between two requests."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime
 
+__all__ = ["Clock", "iso_ms"]
+
 _NS_PER_MS = 1_000_000
 
 

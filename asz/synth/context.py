@@ -9,6 +9,19 @@ from typing import Any
 from asz.synth.catalog import CACHE_1H, CACHE_1H_GLOBAL, CONTEXT_TOKENS, IDENTITY, fill, text
 from asz.synth.project import Project
 
+__all__ = [
+    "DEFERRED_TOOLS",
+    "agent_prompt",
+    "agent_reminders",
+    "encode_cwd",
+    "environment_note",
+    "main_prompt",
+    "main_reminders",
+    "reminder",
+    "system_blocks",
+    "token_note",
+]
+
 _CLAUDE_MD_HEAD = (
     "As you answer the user's questions, you can use the following context:\n"
     "# claudeMd\n"

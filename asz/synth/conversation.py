@@ -29,6 +29,8 @@ from asz.synth.shared import Setup, land
 from asz.synth.transcripts import Transcript
 from asz.synth.writer import PROJECTS_DIR, Body
 
+__all__ = ["KEPT_CAUSES", "MINUTE_MS", "NEXT_EFFORT", "SLUGS", "TTL_PAUSE_MS", "SessionSimulation"]
+
 MINUTE_MS = 60_000.0
 TTL_PAUSE_MS = (61 * MINUTE_MS, 95 * MINUTE_MS)
 SLUGS = (

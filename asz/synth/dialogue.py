@@ -8,6 +8,20 @@ import random
 from asz.synth.catalog import SUMMARY_CLOSING, SUMMARY_PREAMBLE, fill
 from asz.synth.project import Noun, Project
 
+__all__ = [
+    "AGENT_TASK",
+    "ANSWERS",
+    "PROMPTS",
+    "TITLES",
+    "agent_report",
+    "agent_task",
+    "answer",
+    "compaction_summary",
+    "prompt",
+    "summary_message",
+    "title",
+]
+
 PROMPTS = (
     "The totals for {words} are off by a cent when some of them were created with a different "
     "rounding mode. Can you find where that happens and fix it?",

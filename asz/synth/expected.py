@@ -13,6 +13,8 @@ from asz.synth.options import CLAUDE_VERSION, SynthOptions
 from asz.synth.records import Call, Session
 from asz.synth.writer import BODIES_DIR, PROJECTS_DIR, Body, Capture
 
+__all__ = ["SCHEMA", "Key", "build", "call_keys", "request_key"]
+
 SCHEMA = "asz.synth.expected/1"
 Key = tuple[str, str]
 

@@ -12,6 +12,8 @@ from asz.synth.records import Session
 from asz.synth.shared import make_setup
 from asz.synth.writer import Capture
 
+__all__ = ["generate"]
+
 
 def generate(options: SynthOptions, capture: Capture) -> list[Session]:
     setup = make_setup(options, capture, random.Random(f"asz.synth:{options.seed}"))

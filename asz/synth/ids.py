@@ -9,6 +9,8 @@ import base64
 import random
 import uuid
 
+__all__ = ["Ids"]
+
 _BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
 

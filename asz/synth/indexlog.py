@@ -8,6 +8,8 @@ import orjson
 from asz.synth.clock import iso_ms
 from asz.synth.writer import BODIES_DIR, Capture
 
+__all__ = ["INDEX_FILE", "IndexLog"]
+
 INDEX_FILE = f"{BODIES_DIR}/index.jsonl"
 
 

@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+__all__ = ["CLAUDE_VERSION", "UPGRADED_VERSION", "SynthOptions"]
+
 CLAUDE_VERSION = "2.1.260"
 UPGRADED_VERSION = "2.1.262"
 """The version a session's Claude Code is upgraded to when the plan injects an upgrade."""

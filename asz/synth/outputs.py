@@ -15,6 +15,8 @@ import orjson
 from asz.synth.catalog import fill, sections
 from asz.synth.project import Noun, Project
 
+__all__ = ["AGENT_WEIGHTS", "MAIN_WEIGHTS", "Action", "Workbench", "numbered"]
+
 MAIN_WEIGHTS = (
     ("Read", 38),
     ("Bash", 22),

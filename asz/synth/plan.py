@@ -10,6 +10,16 @@ from dataclasses import dataclass, field, replace
 
 from asz.synth.options import SynthOptions
 
+__all__ = [
+    "ANYWHERE_CAUSES",
+    "AROUND_THE_SWITCH",
+    "TURN_START_CAUSES",
+    "AgentRun",
+    "Position",
+    "SessionPlan",
+    "make_plan",
+]
+
 Position = tuple[int, int]
 """(turn, step): turns count from 1, steps are the main calls of a turn from 0."""
 

@@ -13,6 +13,20 @@ from dataclasses import dataclass
 from asz.synth.catalog import fill, sections
 from asz.synth.ids import Ids
 
+__all__ = [
+    "AREAS",
+    "COMMIT_SUBJECTS",
+    "FIXED_FILES",
+    "ISSUES",
+    "MEMORIES",
+    "NOUNS",
+    "PEOPLE",
+    "PROJECTS",
+    "TOPICS",
+    "Noun",
+    "Project",
+]
+
 
 @dataclass(frozen=True)
 class Noun:

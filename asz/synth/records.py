@@ -7,6 +7,8 @@ from typing import Any
 
 from asz.synth.writer import Body
 
+__all__ = ["Call", "Change", "Session", "Stream"]
+
 
 @dataclass
 class Call:

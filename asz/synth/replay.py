@@ -27,6 +27,17 @@ from asz.synth.records import Call, Session, Stream
 from asz.synth.shared import Setup, land, make_setup
 from asz.synth.writer import PROJECTS_DIR, Body, Capture
 
+__all__ = [
+    "SESSION_NAME",
+    "Line",
+    "NoTranscripts",
+    "PendingCall",
+    "Replay",
+    "SessionReplay",
+    "Source",
+    "replay",
+]
+
 SESSION_NAME = re.compile(
     r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 )

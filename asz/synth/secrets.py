@@ -21,6 +21,8 @@ from asz.synth.ids import Ids
 from asz.synth.outputs import Action
 from asz.synth.project import Project
 
+__all__ = ["Planted", "identity", "plant"]
+
 _ALNUM = string.ascii_letters + string.digits
 _UPPER = string.ascii_uppercase + string.digits
 _URLSAFE = _ALNUM + "-_"

@@ -14,6 +14,8 @@ from asz.synth.indexlog import IndexLog
 from asz.synth.options import SynthOptions
 from asz.synth.writer import Body, Capture
 
+__all__ = ["Setup", "land", "make_setup"]
+
 
 @dataclass
 class Setup:

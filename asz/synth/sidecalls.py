@@ -16,6 +16,8 @@ from asz.synth.records import Stream
 if TYPE_CHECKING:
     from asz.synth.conversation import SessionSimulation
 
+__all__ = ["compact", "title"]
+
 
 def _previous_main_names(sim: SessionSimulation) -> str | None:
     """The request id the last main request named: a compaction names the same one."""

@@ -17,6 +17,8 @@ from asz.synth.records import Call, Change, Stream
 if TYPE_CHECKING:
     from asz.synth.conversation import SessionSimulation
 
+__all__ = ["AGENT_TYPE", "PAUSE_MS", "run", "spawn_action"]
+
 AGENT_TYPE = "Explore"
 PAUSE_MS = (6 * 60_000.0, 20 * 60_000.0)
 """A wait inside a subagent (a permission prompt nobody answered at once): past the five

@@ -14,6 +14,8 @@ from asz.synth.clock import iso_ms
 from asz.synth.options import CLAUDE_VERSION
 from asz.synth.writer import Capture
 
+__all__ = ["Transcript"]
+
 
 class Transcript:
     """One transcript file (main session or one subagent) and its parent chain."""

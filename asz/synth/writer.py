@@ -18,6 +18,8 @@ from typing import Any
 
 import orjson
 
+__all__ = ["BODIES_DIR", "PROJECTS_DIR", "Body", "Capture"]
+
 BODIES_DIR = "asz/provider-bodies"
 PROJECTS_DIR = "projects"
 

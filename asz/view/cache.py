@@ -35,6 +35,8 @@ from asz.view.records import (
 from asz.view.spend import by_family
 from asz.view.usage import Expectation, Usage, expectations, hit_ratio
 
+__all__ = ["UNCOMPARED", "cache_report"]
+
 UNCOMPARED = frozenset({FIRST, UNKNOWN, UNREADABLE})
 """The bodies' outcomes that name no cause: there was nothing to compare with."""
 

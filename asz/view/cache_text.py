@@ -9,6 +9,8 @@ from asz.view.causes import show
 from asz.view.ranking import calls_by_cause
 from asz.view.records import CacheReport
 
+__all__ = ["COLUMNS", "SIDE", "dollars", "money_said", "percent", "report_cells", "report_summary"]
+
 COLUMNS = (
     "#",
     "request",

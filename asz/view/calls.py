@@ -25,6 +25,8 @@ from asz.store import MAIN_STREAM, TranscriptLine
 from asz.synthetic import SYNTHETIC_MODEL
 from asz.view.evidence import Seen, seen_on_line
 
+__all__ = ["Call", "Epoch", "Stream", "StreamStart", "Transcript", "facts", "read_transcript"]
+
 
 @dataclass(slots=True)
 class Call:

@@ -31,6 +31,20 @@ from asz.view.evidence import (
 )
 from asz.view.shapes import Shape, first_difference
 
+__all__ = [
+    "BREAKS",
+    "FIRST",
+    "PRECEDENCE",
+    "UNKNOWN",
+    "UNREADABLE",
+    "Between",
+    "agrees_with_provider",
+    "compacted_between",
+    "compare",
+    "show",
+    "unreadable_detail",
+]
+
 PRECEDENCE = (
     "model",
     "upgrade",

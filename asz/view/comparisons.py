@@ -32,6 +32,8 @@ from asz.view.joins import JoinedSession
 from asz.view.records import Comparison
 from asz.view.shapes import Shape, ShapeReader
 
+__all__ = ["Compared", "compare_requests"]
+
 
 @dataclass(frozen=True, slots=True)
 class Compared:

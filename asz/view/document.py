@@ -29,6 +29,15 @@ from asz.view.records import (
     ViewUnjoined,
 )
 
+__all__ = [
+    "SCHEMA",
+    "ParsedBodies",
+    "build_view",
+    "facts_of_response",
+    "not_an_object",
+    "problems_of",
+]
+
 SCHEMA = "asz.view/1"
 
 

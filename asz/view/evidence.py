@@ -31,6 +31,30 @@ import orjson
 
 from asz.view.usage import Usage
 
+__all__ = [
+    "AGREES",
+    "API_CAUSES",
+    "EFFORT_KEEPS_CACHE",
+    "EXPLAINS",
+    "FIVE_MINUTES",
+    "ONE_HOUR",
+    "PROVIDER_INCONCLUSIVE",
+    "SOURCES",
+    "Named",
+    "Seen",
+    "StreamEvidence",
+    "agrees",
+    "api_cause",
+    "duration",
+    "keeps_cache_on_effort",
+    "lifetime",
+    "seconds_apart",
+    "seen_on_line",
+    "strongest",
+    "transcript_causes",
+    "usage_cause",
+]
+
 SOURCES = ("bodies", "api", "transcript", "usage")
 EFFORT_KEEPS_CACHE = frozenset(
     {"claude-opus-5-5", "claude-sonnet-5-5", "claude-haiku-5-5", "claude-fable-5-1"}

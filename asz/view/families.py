@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+__all__ = ["CACHE_CAUSES", "FAMILIES", "TOKEN_KINDS", "CacheCounts", "model_family"]
+
 FAMILIES = ("opus", "sonnet", "haiku", "other", "unknown")
 """``opus``, ``sonnet``, ``haiku``: a model of that family; ``other``: a model that is none of
 them (``<synthetic>``, another provider's); ``unknown``: no model at all."""

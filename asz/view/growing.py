@@ -28,6 +28,8 @@ from asz.view.evidence import Seen, StreamEvidence, seen_on_line, strongest
 from asz.view.prices import DIGITS, PriceTable, cost_usd, waste_usd, writes
 from asz.view.usage import StreamBreaks, Usage, hit_ratio
 
+__all__ = ["StreamFold", "Totals", "session_totals"]
+
 _WORTH_PARSING = (b"assistant", b"compact_boundary")
 """A line holding neither is none of the lines the figures need: it is not parsed."""
 _MAX_UNPRICED = 8

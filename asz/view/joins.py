@@ -32,6 +32,24 @@ from dataclasses import dataclass, field
 from asz.store import MAIN_STREAM, BodyManifest, Session
 from asz.view.calls import Call, Transcript, read_transcript
 
+__all__ = [
+    "AMBIGUOUS",
+    "GAP",
+    "NO_CALL",
+    "NO_MESSAGE",
+    "NO_PROMPT",
+    "SYNTHETIC",
+    "TAKEN",
+    "IndexEntry",
+    "JoinedSession",
+    "Joins",
+    "Unjoined",
+    "index_entries",
+    "join",
+    "join_session",
+    "matching_prompt",
+]
+
 NO_CALL = "no call names it"
 NO_PROMPT = "names no prompt"
 NO_MESSAGE = "names no message"

@@ -25,6 +25,8 @@ from asz.view.kept import reported
 from asz.view.prices import PriceTable
 from asz.view.spend import counts_between
 
+__all__ = ["BUILD_SHARE", "ReportKeeper"]
+
 BUILD_SHARE = 20
 """A session's report is built again no sooner than this many times its last build took."""
 

@@ -21,6 +21,8 @@ from asz.view.cache import cache_report
 from asz.view.prices import PriceTable
 from asz.view.records import CacheReport
 
+__all__ = ["KEPT_REPORT", "Reported", "check_kept", "kept_report", "reported", "session_report"]
+
 KEPT_REPORT = DerivedFile(report_path, schema=4, limit=1 << 30)
 """Schema 3: rows carry ``output_tokens``, the cache writes by lifetime and ``stop_reason``."""
 

@@ -15,6 +15,8 @@ from asz.view.calls import Transcript, facts
 from asz.view.evidence import Named, StreamEvidence
 from asz.view.usage import Expectation, Usage
 
+__all__ = ["named_by_lines"]
+
 
 def named_by_lines(
     transcript: Transcript,

@@ -25,6 +25,17 @@ from pathlib import Path
 from asz.config import ModelPrice, model_prices
 from asz.view.usage import Usage
 
+__all__ = [
+    "DIGITS",
+    "MILLION",
+    "PriceTable",
+    "cost_usd",
+    "price_table",
+    "shipped_prices",
+    "waste_usd",
+    "writes",
+]
+
 _DATE_SUFFIX = re.compile(r"-\d{8}")
 MILLION = 1_000_000
 DIGITS = 6

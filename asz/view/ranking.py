@@ -25,6 +25,8 @@ from asz.view.spend import NO_REQUEST
 from asz.view.usage import hit_ratio
 from asz.zones import IN_UTC, Zone
 
+__all__ = ["Ranking", "calls_by_cause", "cause_of", "day_of"]
+
 
 @dataclass(slots=True)
 class _Tally:

@@ -29,6 +29,24 @@ import orjson
 
 from asz.store import MAX_DEPTH, NotCuttable, array_items_from, common_prefix, message_spans
 
+__all__ = [
+    "BILLING_PREFIX",
+    "KEPT_OUTERS",
+    "KEPT_READS",
+    "LONG_TTL",
+    "SHORT_TTL",
+    "STANDARD_SPEED",
+    "Interner",
+    "Messages",
+    "Parts",
+    "Settings",
+    "Shape",
+    "ShapeReader",
+    "first_difference",
+    "normalised_message",
+    "shape_of",
+]
+
 SHORT_TTL = 5 * 60
 LONG_TTL = 60 * 60
 BILLING_PREFIX = "x-anthropic-billing-header:"

@@ -17,6 +17,8 @@ from asz.view.families import CacheCounts, model_family
 from asz.view.prices import DIGITS, writes
 from asz.view.usage import Usage
 
+__all__ = ["NO_REQUEST", "by_family", "counts_between"]
+
 NO_REQUEST = "no_request"
 """The cause of a break nothing names: the usage says it broke, not why."""
 

@@ -25,6 +25,8 @@ from asz.view.records import Epoch, ViewCall, ViewDocument
 from asz.words import count
 from asz.zones import IN_UTC, Zone
 
+__all__ = ["escaped", "format_timeline"]
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _INDENT = "  "
 _LABEL = 9

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the store behind them is not loaded by those who fold lines themselves
     from asz.view.calls import Call, Stream, Transcript
 
+__all__ = ["Expectation", "StreamBreaks", "Usage", "expectations", "hit_ratio"]
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:

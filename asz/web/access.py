@@ -25,6 +25,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+__all__ = [
+    "MIN_TOKEN",
+    "TOKEN_ENV",
+    "TOKEN_FILE",
+    "Access",
+    "AccessError",
+    "access_for",
+    "default_token_file",
+    "is_ip",
+    "is_loopback",
+    "load_token",
+    "split_host",
+]
+
 TOKEN_ENV = "ASZ_WEB_TOKEN"  # noqa: S105 - the variable's name, not a token
 TOKEN_FILE = Path("asz") / "web-token"
 """The token file's place under ``$XDG_CONFIG_HOME`` (``~/.config``)."""

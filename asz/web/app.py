@@ -23,6 +23,8 @@ from asz.web.library import Library, Missing
 from asz.web.pages import Pages
 from asz.web.pagination import BadQuery
 
+__all__ = ["create_app", "landing"]
+
 
 def create_app(library: Library, access: Access, log: FilteringBoundLogger) -> ASGIApp:
     """The ASGI application serving ``library`` under the rules of ``access``; a page that

@@ -12,6 +12,20 @@ from dataclasses import dataclass
 from asz.web.request import Weight
 from asz.web.timeline import CallRow, CompactionRow
 
+__all__ = [
+    "BAR",
+    "BREAK_MARK",
+    "GAP",
+    "HEIGHT",
+    "MAX_BARS",
+    "Bar",
+    "Chart",
+    "Mark",
+    "Slice",
+    "cache_chart",
+    "weight_bar",
+]
+
 BAR = 6
 GAP = 1
 HEIGHT = 200

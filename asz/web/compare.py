@@ -18,6 +18,8 @@ from asz.view.shapes import BILLING_PREFIX, normalised_message
 from asz.web.diff import Row, side_by_side
 from asz.web.request import FIELDS, listed, pretty, text_of, unmarked
 
+__all__ = ["Change", "Difference", "difference"]
+
 
 @dataclass(frozen=True, slots=True)
 class Change:

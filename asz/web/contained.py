@@ -14,6 +14,8 @@ from structlog.typing import FilteringBoundLogger
 
 from asz.web.guard import answer_plain
 
+__all__ = ["FAILED_PAGE", "Contained"]
+
 FAILED_PAGE = (
     '<!doctype html><html lang="en"><head><meta charset="utf-8">'
     '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -14,6 +14,8 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+__all__ = ["CONTEXT", "LINE", "MAX_LINES", "MAX_ROWS", "Row", "side_by_side"]
+
 CONTEXT = 3
 """Equal lines shown around each change."""
 MAX_LINES = 4000

@@ -7,6 +7,8 @@ import re
 from datetime import datetime
 from typing import Any
 
+__all__ = ["FILTERS", "clock", "dollars", "kilobytes", "minute", "percent", "tokens", "visible"]
+
 _HIDING = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e"
     "\u2028\u2029\u2060-\u2064\u2066-\u2069\ufeff]"

@@ -33,6 +33,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from asz.web.access import Access
 
+__all__ = ["CSP", "HEADERS", "METHODS", "TOKEN_PARAMETER", "Guard", "answer_plain", "cookie_name"]
+
 CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
     "base-uri 'none'; frame-ancestors 'none'"

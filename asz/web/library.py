@@ -37,6 +37,8 @@ from asz.view.records import CacheReport, CacheTotals, ViewDocument
 from asz.web.prompts import Prompt, session_prompts
 from asz.web.timeline import Timeline, timeline
 
+__all__ = ["LARGE_KEPT", "LARGE_KINDS", "Library", "Listed", "Missing", "Tables"]
+
 LARGE_KEPT = 4
 """Sessions whose view, report and timeline are kept in memory: the ones looked at last."""
 LARGE_KINDS = ("view", "report", "timeline")

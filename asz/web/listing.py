@@ -17,6 +17,19 @@ from asz.web.library import Listed
 from asz.web.pagination import BadQuery
 from asz.web.prompts import Prompt
 
+__all__ = [
+    "AROUND",
+    "COLUMNS",
+    "MAX_FOUND",
+    "MAX_SEARCH",
+    "ORDERS",
+    "Choice",
+    "Found",
+    "choice_of",
+    "chosen",
+    "found_prompts",
+]
+
 MAX_SEARCH = 200
 MAX_FOUND = 100
 """Prompts the list shows for a search; it says how many more it found."""

@@ -30,6 +30,8 @@ from asz.web.request import PAGE_TEXT, pretty, request_parts
 from asz.web.timeline import CallRow, Timeline
 from asz.words import count
 
+__all__ = ["BODY_CSP", "ROWS_PER_PAGE", "SESSIONS_PER_PAGE", "WORKERS", "Pages", "environment"]
+
 SESSIONS_PER_PAGE = 100
 ROWS_PER_PAGE = 200
 """Timeline rows per session page: a thousand-call session is five light pages."""

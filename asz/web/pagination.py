@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+__all__ = ["BadQuery", "Page", "page_items", "page_of"]
+
 T = TypeVar("T")
 _NUMBER = re.compile(r"[0-9]{1,18}")
 

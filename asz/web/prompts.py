@@ -17,6 +17,8 @@ import orjson
 
 from asz.store import Session
 
+__all__ = ["MAX_TEXT", "Prompt", "session_prompts"]
+
 MAX_TEXT = 1 << 20
 """Prompt text kept per session for the search: a pasted log is not searched past this."""
 _USER = b'"user"'

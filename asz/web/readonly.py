@@ -30,6 +30,8 @@ from typing import NoReturn
 from asz.atomic import DirSyncs
 from asz.store import LocalBackend, Store, TempFile
 
+__all__ = ["DERIVED_BYTES", "ReadOnlyBackend", "open_readonly"]
+
 DERIVED_BYTES = 64 << 20
 """Derived state kept in memory, at most (see the module)."""
 

@@ -20,6 +20,30 @@ from typing import Any
 
 import orjson
 
+__all__ = [
+    "FIELDS",
+    "FIRST_MESSAGES",
+    "FOLD",
+    "MAX_MESSAGES",
+    "PAGE_TEXT",
+    "Block",
+    "Folder",
+    "Marker",
+    "Message",
+    "RequestParts",
+    "Segment",
+    "Tool",
+    "Weight",
+    "listed",
+    "marker_of",
+    "pretty",
+    "request_parts",
+    "segments",
+    "size_of",
+    "text_of",
+    "unmarked",
+]
+
 FIELDS = (
     "model",
     "max_tokens",

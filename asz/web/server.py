@@ -27,6 +27,8 @@ from asz.web.access import Access
 from asz.web.app import create_app
 from asz.web.library import Library
 
+__all__ = ["KEEP_ALIVE", "MAX_CONNECTIONS", "STOP_SIGNALS", "bind", "serve"]
+
 KEEP_ALIVE = 5
 MAX_CONNECTIONS = 64
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 
 from asz.view.records import CacheReport, CacheRow, ViewCall, ViewDocument
 
+__all__ = ["CallRow", "CompactionRow", "Timeline", "timeline"]
+
 
 @dataclass(frozen=True, slots=True)
 class CallRow:
