@@ -276,3 +276,41 @@ def test_the_web_session_list_reads_the_tables_when_the_root_has_them(
         kept.unlink()
     assert session_list(tables) == from_files
     assert session_list(machine.no_config()) != from_files
+
+
+def test_a_secret_in_a_breaks_detail_reaches_no_table(landed: FactsMachine) -> None:
+    """A detail quotes what changed between two requests, which may be a secret: the call and
+    break rows take it through the ``[redact]`` policy, as every export does."""
+    from datetime import UTC, datetime
+
+    from asz.analytics.rows import session_rows
+    from asz.redact import Policy, Redactor
+    from asz.store import open_store
+    from asz.view.document import build_view
+    from asz.view.kept import session_report
+    from asz.view.prices import price_table
+
+    secret = "AKIAZ7EXAMPLE4NOTREAL"
+    store = open_store(landed.root)
+    session = store.session(store.sessions()[0])
+    report = session_report(session, price_table(), keep=False)
+    broken = [row for row in report["rows"] if row["rewritten_tokens"] and row["message_id"]]
+    assert broken, "the capture has no break to carry a detail"
+    for row in broken:
+        row["detail"] = f"system prompt changed: key {secret} added"
+    rows = session_rows(
+        session.summary(),
+        build_view(session, responses=False),
+        report,
+        machine="m",
+        landed_files=1,
+        priced_by="p",
+        updated=datetime.now(UTC),
+        redact=Redactor(Policy(), b"analytics-test-key-0123").text,
+    )
+    details = [fact["detail"] for _key, fact in rows.calls] + [
+        fact["detail"] for fact in rows.breaks.values()
+    ]
+    said = " ".join(detail for detail in details if detail)
+    assert secret not in said
+    assert "«redacted:aws-access-key:" in said
