@@ -3,7 +3,6 @@ the fixtures are made of lives in the ``support`` package, which every test pack
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,12 +13,6 @@ from support.paths import samples_dir
 
 if TYPE_CHECKING:
     from support.s3server import S3Server
-
-
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: two workers a core. Most of a test's time is spent waiting on the ``asz``
-    processes and servers it starts, so a core runs a second test in those waits."""
-    return 2 * (os.cpu_count() or 1)
 
 
 @pytest.fixture
