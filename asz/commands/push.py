@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
     from asz.archive.bucket import Bucket
     from asz.archive.prune import Pruned
-    from asz.archive.push import Pusher, PushTally
+    from asz.archive.push import Pusher
+    from asz.archive.push_tally import PushTally
     from asz.store import Store
 
 __all__ = ["SUMMARY", "add_arguments", "prune_line", "run"]
@@ -62,7 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, config: Config) -> int:
     from asz.adapters.session_filter import landed_admits
     from asz.archive import open_bucket
-    from asz.archive.push import PushBusy, Pusher, push_line, push_lock
+    from asz.archive.push import PushBusy, Pusher, push_lock
+    from asz.archive.push_tally import push_line
     from asz.archive.redacted import redacted_root
     from asz.locations import ArchiveUrl
     from asz.output import print_json
@@ -200,7 +202,7 @@ def _say_redactions(tally: PushTally) -> None:
 
 
 def _say_trouble(tally: PushTally) -> None:
-    from asz.archive.push import stop_line
+    from asz.archive.push_tally import stop_line
 
     if tally.stopped:
         print(f"asz: {stop_line(tally)}", file=sys.stderr)

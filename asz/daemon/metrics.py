@@ -18,7 +18,7 @@ from asz.view.families import CACHE_CAUSES, FAMILIES, TOKEN_KINDS
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from asz.archive.push import PushTally
+    from asz.archive.push_tally import PushTally
     from asz.tally import Tally
     from asz.view.families import CacheCounts
 

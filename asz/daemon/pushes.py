@@ -26,7 +26,8 @@ from structlog.typing import FilteringBoundLogger
 from asz.adapters.session_filter import landed_admits
 from asz.archive import open_bucket
 from asz.archive.bucket import Bucket
-from asz.archive.push import GRACE, PushBusy, Pusher, PushTally, push_line, push_lock, stop_line
+from asz.archive.push import GRACE, PushBusy, Pusher, push_lock
+from asz.archive.push_tally import PushTally, push_line, stop_line
 from asz.archive.redacted import redacted_root
 from asz.config import Config
 from asz.daemon.http import HealthState

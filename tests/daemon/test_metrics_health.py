@@ -22,7 +22,7 @@ from support.claude_dir import Claude, request_body, response_body
 from support.service import FAST, A, run_asz, running_service
 
 from asz import __version__
-from asz.archive.push import PushTally
+from asz.archive.push_tally import PushTally
 from asz.daemon.http import HealthState, ListenError, StatusServer, parse_listen
 from asz.daemon.metrics import ERROR_KINDS, ServiceMetrics
 from asz.redact import RULE_NAMES
