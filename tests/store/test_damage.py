@@ -22,7 +22,7 @@ from support.paths import REPO
 from support.s3server import BUCKET, S3Server, proxied
 
 from asz.atomic import LocalTemp
-from asz.store import BODY_KIND, TRANSCRIPT_KIND, LandedName, LocalBackend, open_store
+from asz.store import BODY_KIND, TRANSCRIPT_KIND, LocalBackend, open_store
 from asz.store._layout import MANIFESTS_FILE, stream_dir
 from asz.synth import SynthOptions, synthesize
 
@@ -378,12 +378,10 @@ def test_a_gap_the_collector_landed_past_knowing_it_is_said_no_more(tmp_path: Pa
     assert "number 1)" in str(store.session(session).gaps())
 
 
-def _pushed_but_one(
-    s3: S3Server, tmp_path: Path, capture: Path, pick: Callable[[list[LandedName]], str]
-) -> tuple[Machine, Path, str, str, str]:
-    """The capture landed and pushed with one file, the one ``pick`` names of the session's
-    landed files, refused by the bucket: the machine, its config for the bucket, the prefix,
-    the session and the path held back."""
+@pytest.mark.slow
+def test_a_session_a_push_left_with_gaps_reads_as_incomplete_until_it_is_whole(
+    s3: S3Server, tmp_path: Path, capture: Path
+) -> None:
     machine = Machine(tmp_path / "laptop")
     shutil.copytree(capture, machine.claude)
     prefix = "i-" + tmp_path.name[-10:]
@@ -392,7 +390,8 @@ def _pushed_but_one(
     done = machine.asz("collect", "--once", "--root", str(machine.root), "--config", str(config))
     assert done.returncode == 0, done.stderr
     (session,) = machine.store().sessions()
-    held_back = pick(machine.store().session(session).landed())
+    names = machine.store().session(session).landed(BODY_KIND)
+    held_back = names[len(names) // 2].path
 
     def fault(method: str, key: str, n: int) -> str:
         return "reset-before" if method == "PUT" and key.endswith(held_back) else ""
@@ -406,34 +405,16 @@ def _pushed_but_one(
             str(machine.configure(proxy.endpoint, prefix, attempts=1)),
         )
     assert stopped.returncode == 1
-    config.write_text(machine.configure(s3.endpoint, prefix).read_text() + CONFIG)
-    return machine, config, prefix, session, held_back
-
-
-def _incomplete_until_pushed(
-    machine: Machine, config: Path, prefix: str, commands: list[list[str]]
-) -> None:
-    for command in commands:
+    assert s3.objects(f"{prefix}/{session}/{BODY_KIND}/"), "the files around it went"
+    remote = machine.configure(s3.endpoint, prefix)
+    config.write_text(remote.read_text() + CONFIG)
+    for command in (["verify"], ["view", session], ["cache", session], ["cache"]):
         done = machine.read(config, prefix, *command)
         assert done.returncode == 1, command
         assert b"the session is incomplete" in done.stderr, command
     assert machine.push(config).returncode == 0
-    for command in commands:
+    for command in (["verify"], ["view", session], ["cache", session], ["cache"]):
         assert machine.read(config, prefix, *command).returncode == 0, command
-
-
-@pytest.mark.slow
-def test_a_session_a_push_left_with_gaps_reads_as_incomplete_until_it_is_whole(
-    s3: S3Server, tmp_path: Path, capture: Path
-) -> None:
-    def middle_body(names: list[LandedName]) -> str:
-        bodies = [name for name in names if name.kind == BODY_KIND]
-        return bodies[len(bodies) // 2].path
-
-    machine, config, prefix, session, _ = _pushed_but_one(s3, tmp_path, capture, middle_body)
-    assert s3.objects(f"{prefix}/{session}/{BODY_KIND}/"), "the files around it went"
-    commands = [["verify"], ["view", session], ["cache", session], ["cache"]]
-    _incomplete_until_pushed(machine, config, prefix, commands)
 
 
 @pytest.mark.slow
@@ -443,11 +424,36 @@ def test_a_session_whose_newest_files_are_not_pushed_yet_reads_as_incomplete(
     """A push says how far a session's files reach before it sends them (``extent-<n>``):
     a reader of a bucket the push is still filling, or that it left short, says the session
     is incomplete rather than reading a shorter session as whole."""
-    machine, config, prefix, session, newest = _pushed_but_one(
-        s3, tmp_path, capture, lambda names: names[-1].path
-    )
+    machine = Machine(tmp_path / "laptop")
+    shutil.copytree(capture, machine.claude)
+    prefix = "n-" + tmp_path.name[-10:]
+    config = machine.configure(s3.endpoint, prefix)
+    config.write_text(config.read_text() + CONFIG)
+    done = machine.asz("collect", "--once", "--root", str(machine.root), "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    (session,) = machine.store().sessions()
+    newest = machine.store().session(session).landed()[-1].path
+
+    def fault(method: str, key: str, n: int) -> str:
+        return "reset-before" if method == "PUT" and key.endswith(newest) else ""
+
+    with proxied(s3, fault) as proxy:
+        stopped = machine.asz(
+            "push",
+            "--root",
+            str(machine.root),
+            "--config",
+            str(machine.configure(proxy.endpoint, prefix, attempts=1)),
+        )
+    assert stopped.returncode == 1
     held = s3.objects(f"{prefix}/{session}/")
     assert f"{prefix}/{newest}" not in held and len(held) > 2, "all but the newest went"
-    _incomplete_until_pushed(
-        machine, config, prefix, [["verify"], ["view", session], ["cache", session]]
-    )
+    remote = machine.configure(s3.endpoint, prefix)
+    config.write_text(remote.read_text() + CONFIG)
+    for command in (["verify"], ["view", session], ["cache", session]):
+        done = machine.read(config, prefix, *command)
+        assert done.returncode == 1, command
+        assert b"the session is incomplete" in done.stderr, command
+    assert machine.push(config).returncode == 0
+    for command in (["verify"], ["view", session], ["cache", session]):
+        assert machine.read(config, prefix, *command).returncode == 0, command
