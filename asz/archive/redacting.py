@@ -16,13 +16,12 @@ from __future__ import annotations
 import errno
 import hashlib
 import threading
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
 from asz.archive.cache import default_cache_dir
 from asz.archive.redacted import RedactedRoot, root_redactor
-from asz.atomic import DirSyncs, private_dir
+from asz.atomic import private_dir
 from asz.config import Config
 from asz.store import (
     REDACT_KEY_FILE,
@@ -31,6 +30,7 @@ from asz.store import (
     Backend,
     Entry,
     LandedName,
+    RefusesLanding,
     Store,
     TempFile,
     parse_landed,
@@ -39,8 +39,10 @@ from asz.store import (
 __all__ = ["RedactingBackend", "redacting_store"]
 
 
-class RedactingBackend:
+class RedactingBackend(RefusesLanding):
     """The root behind ``source``, each landed file read as its redacted counterpart."""
+
+    REFUSAL = "a redacted view never writes to the root"
 
     derived_apart = True
     """Derived state goes to the counterpart's directory, never to the root."""
@@ -96,32 +98,11 @@ class RedactingBackend:
         self._made(path)
         return self.redacted.shadow.backend.stamp(path)
 
-    def write_temp(self, path: str, data: bytes) -> NoReturn:
-        _refuse(path)
-
     def read_temp(self, temp: TempFile) -> NoReturn:
-        _refuse(temp.path)
-
-    def publish(
-        self,
-        temps: Sequence[TempFile],
-        defer: DirSyncs | None,
-        published: Callable[[int], None],
-    ) -> NoReturn:
-        _refuse(temps[0].path if temps else "")
-
-    def remove_temp(self, temp: TempFile) -> NoReturn:
-        _refuse(temp.path)
-
-    def remove(self, path: str) -> NoReturn:
-        _refuse(path)
+        self._refuse(temp.path)
 
     def replace_derived(self, path: str, data: bytes) -> None:
         self.redacted.shadow.backend.replace_derived(path, data)
-
-
-def _refuse(path: str) -> NoReturn:
-    raise PermissionError(errno.EROFS, "a redacted view never writes to the root", path)
 
 
 def redacting_store(config: Config, root: Path, source: Store) -> Store | None:

@@ -52,7 +52,7 @@ as a whole, once its manifest is published.
 """
 
 from asz.bodykeys import BodyKeys
-from asz.store._backend import Backend, Entry, LocalBackend, TempFile
+from asz.store._backend import Backend, Entry, LocalBackend, RefusesLanding, TempFile
 from asz.store._bodies import BodyLander, IncomingBody
 from asz.store._bodyparts import BodyParts
 from asz.store._codec import Record, Repeat, SessionBodies, common_prefix
@@ -197,6 +197,7 @@ __all__ = [
     "Problem",
     "ReadBackError",
     "Record",
+    "RefusesLanding",
     "RepackBusy",
     "RepackOutcome",
     "Repeat",

@@ -16,7 +16,7 @@ import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import NoReturn, Protocol
 
 from asz.atomic import (
     DirSyncs,
@@ -27,7 +27,7 @@ from asz.atomic import (
     write_temp,
 )
 
-__all__ = ["Backend", "Entry", "LocalBackend", "TempFile"]
+__all__ = ["Backend", "Entry", "LocalBackend", "RefusesLanding", "TempFile"]
 
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
@@ -220,3 +220,30 @@ class LocalBackend:
                 target.unlink()
         except FileNotFoundError:
             return
+
+
+class RefusesLanding:
+    """The landing half of ``Backend`` for a view of a root that is never written through (the
+    web server's, a redacted one): each call refuses, ``EROFS``, saying ``REFUSAL``."""
+
+    REFUSAL = "this view never writes to the root"
+
+    def write_temp(self, path: str, data: bytes) -> NoReturn:
+        self._refuse(path)
+
+    def publish(
+        self,
+        temps: Sequence[TempFile],
+        defer: DirSyncs | None,
+        published: Callable[[int], None],
+    ) -> NoReturn:
+        self._refuse(temps[0].path if temps else "")
+
+    def remove_temp(self, temp: TempFile) -> NoReturn:
+        self._refuse(temp.path)
+
+    def remove(self, path: str) -> NoReturn:
+        self._refuse(path)
+
+    def _refuse(self, path: str) -> NoReturn:
+        raise PermissionError(errno.EROFS, self.REFUSAL, path)

@@ -18,17 +18,13 @@ again, never believed.
 
 from __future__ import annotations
 
-import errno
 import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
 
-from asz.atomic import DirSyncs
-from asz.store import LocalBackend, Store, TempFile
+from asz.store import LocalBackend, RefusesLanding, Store
 
 __all__ = ["DERIVED_BYTES", "ReadOnlyBackend", "open_readonly"]
 
@@ -36,9 +32,11 @@ DERIVED_BYTES = 64 << 20
 """Derived state kept in memory, at most (see the module)."""
 
 
-class ReadOnlyBackend(LocalBackend):
+class ReadOnlyBackend(RefusesLanding, LocalBackend):
     """A local root whose writing calls fail, and whose derived state a reader makes is kept
     in memory (see the module); reading is :class:`LocalBackend`'s."""
+
+    REFUSAL = "the web server never writes to the root"
 
     def __init__(self, path: Path, derived_bytes: int = DERIVED_BYTES) -> None:
         super().__init__(path)
@@ -59,23 +57,6 @@ class ReadOnlyBackend(LocalBackend):
                 return kept[1]
         return super().read(path, limit)
 
-    def write_temp(self, path: str, data: bytes) -> NoReturn:
-        _refuse(path)
-
-    def publish(
-        self,
-        temps: Sequence[TempFile],
-        defer: DirSyncs | None,
-        published: Callable[[int], None],
-    ) -> NoReturn:
-        _refuse(temps[0].path if temps else "")
-
-    def remove_temp(self, temp: TempFile) -> NoReturn:
-        _refuse(temp.path)
-
-    def remove(self, path: str) -> NoReturn:
-        _refuse(path)
-
     def replace_derived(self, path: str, data: bytes) -> None:
         with self._lock:
             self._derived.pop(path, None)
@@ -84,10 +65,6 @@ class ReadOnlyBackend(LocalBackend):
             self._derived[path] = (time.time_ns(), bytes(data))
             while sum(len(data) for _, data in self._derived.values()) > self.derived_bytes:
                 self._derived.popitem(last=False)
-
-
-def _refuse(path: str) -> NoReturn:
-    raise PermissionError(errno.EROFS, "the web server never writes to the root", path)
 
 
 def open_readonly(location: str | os.PathLike[str]) -> Store:
