@@ -115,7 +115,7 @@ def cursor_path(stream_dir: str) -> str:
 def load_cursor(session: Session, stream_dir: str) -> Cursor | None:
     """The cursor of a stream dir, or None when it is missing or unreadable (then rebuilt)."""
     try:
-        value = orjson.loads(session.store.backend.read(cursor_path(stream_dir), _MAX_CURSOR_BYTES))
+        value = orjson.loads(session.backend.read(cursor_path(stream_dir), _MAX_CURSOR_BYTES))
     except (OSError, orjson.JSONDecodeError):
         return None
     if not isinstance(value, dict) or value.pop("schema", None) != _CURSOR_SCHEMA:
@@ -130,7 +130,7 @@ def load_cursor(session: Session, stream_dir: str) -> Cursor | None:
 
 
 def save_cursor(session: Session, stream_dir: str, data: bytes) -> None:
-    session.store.backend.replace_derived(cursor_path(stream_dir), data)
+    session.backend.replace_derived(cursor_path(stream_dir), data)
 
 
 class Tail:
@@ -160,7 +160,7 @@ def rebuild_cursor(session: Session, files: list[LandedName], relpath: str, shap
     tail = Tail()
     problems: list[Problem] = []
     for name, window, fresh in session.stream(files, problems):
-        where = session.store.backend.describe(name.path)
+        where = session.backend.describe(name.path)
         if window.source != relpath:
             raise LandedFileError(where, f"holds {window.source}, not {relpath}")
         if fresh is None:
@@ -202,7 +202,7 @@ def still_landed(session: Session, stream_dir: str, cursor: Cursor) -> bool:
     if cursor.last_seq == 0:
         return True
     named = session.landed_at(stream_dir, TRANSCRIPT_KIND, cursor.last_seq)
-    return session.store.backend.exists(named.path)
+    return session.backend.exists(named.path)
 
 
 def renumber_cursors(session: Session) -> None:

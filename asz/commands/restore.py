@@ -54,7 +54,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
     if restored.files or refused:
         print(_restored_said(restored, to_dir))
     else:
-        where = session.store.location
+        where = session.backend.location
         print(f"asz: no landed transcripts of {session.id} under {where}", file=sys.stderr)
     # A damaged transcript's refusal already names the problems that made it.
     named = "\n".join(refused)

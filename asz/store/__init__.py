@@ -117,7 +117,7 @@ from asz.store._repack import (
 from asz.store._resolve import MIN_PREFIX, SHOWN_PREFIX, unique_prefixes
 from asz.store._root import Busy, Root, UnsafeRoot, collector_lock, landing_lock, state_lock
 from asz.store._scan import NotCuttable, array_items_from, message_spans
-from asz.store._session import BodyManifest, IndexLine, Session
+from asz.store._session import IndexLine, Session
 from asz.store._session_facts import (
     CallFact,
     FactsBuilder,
@@ -125,6 +125,7 @@ from asz.store._session_facts import (
     open_facts,
     save_facts,
 )
+from asz.store._session_files import BodyManifest
 from asz.store._store import Store, open_store
 from asz.store._streams import (
     APPEND,

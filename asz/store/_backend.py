@@ -27,7 +27,7 @@ from asz.atomic import (
     write_temp,
 )
 
-__all__ = ["Backend", "Entry", "LocalBackend", "RefusesLanding", "TempFile"]
+__all__ = ["Backend", "Entry", "LocalBackend", "RefusesLanding", "TempFile", "size_of"]
 
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
@@ -125,6 +125,15 @@ class Backend(Protocol):
         file a generation replaced (``asz.store._generation``), or one never published. Gone
         already is no error."""
         ...
+
+
+def size_of(backend: Backend, path: str) -> int:
+    """The size of a landed file; 0 when it is gone since it was listed (reading it is what
+    says so)."""
+    try:
+        return backend.size(path)
+    except OSError:
+        return 0
 
 
 class LocalBackend:

@@ -36,13 +36,13 @@ KEPT_REQUESTS = 64
 with the one before it of its chain."""
 
 if TYPE_CHECKING:
-    from asz.store._session import Session
+    from asz.store._session_files import SessionFiles
 
 
 class BodyParts:
     """Spans of a session's landed bodies, as a walk over them holds them (see the module)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: SessionFiles) -> None:
         self.session = session
         self._held = HeldBodies(rebuild_checked=False)
         self._loader = BodyLoader(session, self._held)

@@ -22,7 +22,7 @@ from asz.store._manifest import CodecError, Record, Repeat, new_pieces, referenc
 if TYPE_CHECKING:
     from asz.store._errors import Problem
     from asz.store._framing import LandedFile, LandedRecord
-    from asz.store._session import BodyManifest, Session
+    from asz.store._session_files import BodyManifest, SessionFiles
 
 __all__ = ["BodyLoader", "BodyReader"]
 
@@ -37,7 +37,7 @@ class BodyLoader:
 
     def __init__(
         self,
-        session: Session,
+        session: SessionFiles,
         held: HeldBodies | None = None,
         *,
         rebuild_each: bool = False,
@@ -93,7 +93,7 @@ class BodyLoader:
 class BodyReader:
     """A session's bodies on demand: alone where the manifest allows, else through a loader."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: SessionFiles) -> None:
         self.session = session
         self._loader: BodyLoader | None = None
         self._alone = HeldBodies()

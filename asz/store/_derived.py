@@ -24,16 +24,25 @@ import contextlib
 import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
 if TYPE_CHECKING:
     from asz.store._backend import Backend
     from asz.store._layout import LandedName
-    from asz.store._session import Session
 
-__all__ = ["DerivedFile", "Kept", "landed_mark", "mark_of", "stamp_of"]
+__all__ = ["DerivedFile", "Kept", "Owner", "landed_mark", "mark_of", "stamp_of"]
+
+
+class Owner(Protocol):
+    """The session a derived file belongs to, as far as the file needs it: taken as this shape
+    rather than as the session's class, which is built on derived files."""
+
+    id: str
+    backend: Backend
+    trusts_derived: bool
+    made: dict[str, Kept]
 
 
 def landed_mark(backend: Backend, names: Iterable[LandedName]) -> str:
@@ -79,16 +88,16 @@ class DerivedFile:
     schema: int
     limit: int
 
-    def read(self, session: Session) -> Kept | None:
+    def read(self, session: Owner) -> Kept | None:
         """What the file holds, or None when it is missing, not whole, of another schema or
         of another session."""
         return self.opened(session)[0]
 
-    def opened(self, session: Session) -> tuple[Kept | None, str | None]:
+    def opened(self, session: Owner) -> tuple[Kept | None, str | None]:
         """What the file holds (as :meth:`read`), and why it is damaged when it is: not whole
         as written (a file of another schema, as an older asz wrote it, is not damaged)."""
         try:
-            data = session.store.backend.read(self.path_of(session.id), self.limit)
+            data = session.backend.read(self.path_of(session.id), self.limit)
         except FileNotFoundError:
             return None, None
         except OSError as err:
@@ -112,12 +121,12 @@ class DerivedFile:
         except orjson.JSONDecodeError:
             return None, "is not whole: it is not JSON"
 
-    def held(self, session: Session, mark: str) -> Any:
+    def held(self, session: Owner, mark: str) -> Any:
         """The value kept while it was made at ``mark``, else None."""
         kept = self.read(session)
         return kept.value if kept is not None and kept.mark == mark else None
 
-    def encode(self, session: Session, mark: str, value: Any) -> bytes:
+    def encode(self, session: Owner, mark: str, value: Any) -> bytes:
         """The file's bytes. On the session ``asz verify`` makes afresh (one that trusts no
         derived file), what they hold is also noted in ``session.made``, which verify
         compares with the file it found; no other reader pays for that copy."""
@@ -132,13 +141,13 @@ class DerivedFile:
         }
         return orjson.dumps(header) + b"\n" + body
 
-    def write(self, session: Session, mark: str, value: Any) -> None:
+    def write(self, session: Owner, mark: str, value: Any) -> None:
         """Replaces the file whole (``Backend.replace_derived``: atomic and private); OSError
         when it cannot be written."""
         data = self.encode(session, mark, value)
-        session.store.backend.replace_derived(self.path_of(session.id), data)
+        session.backend.replace_derived(self.path_of(session.id), data)
 
-    def keep(self, session: Session, mark: str, value: Any) -> None:
+    def keep(self, session: Owner, mark: str, value: Any) -> None:
         """:meth:`write`, where the root may be written: a reader of a read-only root gets its
         answer all the same."""
         with contextlib.suppress(OSError):

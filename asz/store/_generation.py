@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
@@ -55,10 +55,7 @@ from asz.store._layout import (
     session_dir,
     transcripts_dir,
 )
-from asz.store._writer import Landed, SessionWriter
-
-if TYPE_CHECKING:
-    from asz.store._store import Store
+from asz.store._writer import Batch, Landed, SessionWriter
 
 __all__ = [
     "FORMAT",
@@ -215,25 +212,26 @@ class GenerationWriter:
 
     def __init__(
         self,
-        store: Store,
+        backend: Backend,
         session: str,
         replaces: int,
         *,
         origin: tuple[str, str] | None,
+        compression: str,
         level: int | None = None,
     ) -> None:
-        self.store = store
+        self.backend = backend
         self.session = session
         self.replaces = replaces
         self.origin = origin
         """``Session.origin`` of the session it replaces (``Generation.origin``)."""
-        self.batch = store.batch()
+        self.batch = Batch(backend)
         self._files: list[Landed] = []
         self.writer = SessionWriter(
-            store.backend,
+            backend,
             session,
             self.batch,
-            compression=store.compression,
+            compression=compression,
             numbered=lambda: (0, 0),
             generation=replaces,
             level=level,
@@ -279,7 +277,7 @@ class GenerationWriter:
         ``landing_lock``."""
         generation = self.commit() if len(self.batch) else None
         data = encode_generation(self.session, self.replaces, self._files, self.origin)
-        backend = self.store.backend
+        backend = self.backend
         temp = backend.write_temp(generation_file(self.session, self.replaces), data)
         try:
             backend.publish([temp], None, lambda _i: None)
@@ -303,12 +301,13 @@ class PreparedFile:
 
 
 def publish_generation(
-    store: Store,
+    backend: Backend,
     session: str,
     replaces: int,
     files: Iterable[PreparedFile],
     *,
     origin: tuple[str, str] | None,
+    compression: str,
     proven: Callable[[Generation], None] | None = None,
     landing: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
     level: int | None = None,
@@ -320,9 +319,10 @@ def publish_generation(
     under ``landing`` (``landing_lock``: no pass reads the session half way). The generation
     and the number of files retired; on any failure before the manifest, nothing counts and
     nothing is left. ``origin`` is ``Session.origin()`` of the session replaced."""
-    backend = store.backend
     remove_unpublished(backend, session)
-    writer = GenerationWriter(store, session, replaces, origin=origin, level=level)
+    writer = GenerationWriter(
+        backend, session, replaces, origin=origin, compression=compression, level=level
+    )
     try:
         for file in files:
             writer.land(file.kind, file.directory, file.header, file.records, check=file.check)

@@ -198,12 +198,19 @@ def _repack(
         ]
 
         def proven(candidate: Generation) -> None:
-            again = _contents(Session(store, session_id, generation=candidate))
+            again = _contents(Session(store.backend, session_id, generation=candidate))
             if again != contents:
                 raise Damaged("the repacked files do not give back what the session holds")
 
         generation, outcome.retired = publish_generation(
-            store, session_id, replaces, prepared, origin=old.origin(), proven=proven, level=LEVEL
+            store.backend,
+            session_id,
+            replaces,
+            prepared,
+            origin=old.origin(),
+            compression=store.compression,
+            proven=proven,
+            level=LEVEL,
         )
         outcome.bytes_after = sum(size for size, _digest in generation.digests.values())
         if published is not None:
@@ -304,7 +311,7 @@ def _stream_unit(
         if fresh is None:
             copies.append((_window_meta(window.payload, 0, 1), window.payload))
         elif fresh.misfit:
-            raise Damaged(f"{session.store.backend.describe(name.path)}: {fresh.misfit}")
+            raise Damaged(f"{session.backend.describe(name.path)}: {fresh.misfit}")
         else:
             data.append(fresh.data)
     if problems or not header:

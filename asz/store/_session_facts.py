@@ -34,7 +34,7 @@ from asz.synthetic import SYNTHETIC_MODEL
 
 if TYPE_CHECKING:
     from asz.store._layout import LandedName
-    from asz.store._session import Session
+    from asz.store._session_files import SessionFiles
 
 __all__ = [
     "FACTS",
@@ -298,7 +298,7 @@ def _find(data: bytes, word: bytes, start: int, size: int) -> int:
     return size if found < 0 else found
 
 
-def open_facts(session: Session) -> FactsBuilder:
+def open_facts(session: SessionFiles) -> FactsBuilder:
     """A session's facts caught up with every landed transcript file.
 
     Reads the derived file, then only the files above its watermark; starts over when it is
@@ -327,14 +327,14 @@ def _covered(landed: list[LandedName], builder: FactsBuilder) -> list[LandedName
     return [item for item in landed if item.seq <= builder.watermark]
 
 
-def save_facts(session: Session, builder: FactsBuilder) -> None:
+def save_facts(session: SessionFiles, builder: FactsBuilder) -> None:
     """Writes the derived file; only where the session already has landed transcripts."""
     if session.stream_dirs():
         landed = session.landed(TRANSCRIPT_KIND)
         FACTS.write(session, session.landed_mark(_covered(landed, builder)), builder.to_value())
 
 
-def load_facts(session: Session) -> SessionFacts:
+def load_facts(session: SessionFiles) -> SessionFacts:
     """The session's facts, as of every transcript file landed so far."""
     builder = open_facts(session)
     if builder.changed and builder.files:

@@ -10,7 +10,7 @@ from asz.atomic import DirSyncs
 from asz.bodykeys import is_session_id
 from asz.locations import is_archive
 from asz.progress import Progress
-from asz.store._backend import Backend, LocalBackend
+from asz.store._backend import Backend, LocalBackend, size_of
 from asz.store._errors import StoreError, UnknownSession
 from asz.store._layout import SEQ_FILE, session_dir
 from asz.store._resolve import only, session_text, sessions_starting
@@ -45,7 +45,7 @@ class Store:
         when the root holds none under it."""
         if not self.backend.list(session_dir(session_id)):
             raise UnknownSession(f"no session {session_id} under {self.location}")
-        return Session(self, session_id)
+        return Session(self.backend, session_id)
 
     def find_session(self, text: str) -> Session:
         """The landed session ``text`` names as a person pastes it: its id in any case, or a
@@ -53,15 +53,15 @@ class Store:
         UnknownSession when no landed session matches, AmbiguousId when several do."""
         wanted = session_text(text)
         if is_session_id(wanted) and self.backend.list(session_dir(wanted)):
-            return Session(self, wanted)
+            return Session(self.backend, wanted)
         found = [s for s in sessions_starting(wanted, self.sessions()) if self.backend.list(s)]
         missing = UnknownSession(f"no session {wanted} under {self.location}")
-        return Session(self, only(text, "sessions", found, missing))
+        return Session(self.backend, only(text, "sessions", found, missing))
 
     def open_session(self, session_id: str) -> Session:
         """A session whether or not anything of it landed yet (for landing into it)."""
         session_dir(session_id)
-        return Session(self, session_id)
+        return Session(self.backend, session_id)
 
     def verify(
         self, sessions: Iterable[str] | None = None, progress: Progress | None = None
@@ -76,19 +76,15 @@ class Store:
         for session in checked:
             if progress is not None:
                 names = session.landed()
-                progress.grow(len(names), sum(self.size_of(name.path) for name in names))
+                progress.grow(len(names), sum(size_of(self.backend, name.path) for name in names))
                 session.progress = progress
         for session in checked:
             verify_session(session, report)
         return report
 
     def size_of(self, path: str) -> int:
-        """The size of a landed file; 0 when it is gone since it was listed (reading it is
-        what says so)."""
-        try:
-            return self.backend.size(path)
-        except OSError:
-            return 0
+        """The size of a landed file; 0 when it is gone since it was listed."""
+        return size_of(self.backend, path)
 
     # -- landing ---------------------------------------------------------------------------
 

@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any
 from asz.store._cached import count, optional_text, text
 from asz.store._derived import DerivedFile
 from asz.store._layout import summary_path
+from asz.store._session_facts import load_facts
 
 if TYPE_CHECKING:
     from asz.store._layout import LandedName
-    from asz.store._session import Session
+    from asz.store._session_files import SessionFiles
 
 __all__ = ["SUMMARY", "SessionSummary", "summarize"]
 
@@ -83,7 +84,7 @@ class SessionSummary:
         return summary
 
 
-def summarize(session: Session) -> SessionSummary:
+def summarize(session: SessionFiles) -> SessionSummary:
     """The session's summary, from its cache while the landed files are the ones it was made
     from, else made from the files and kept (where the root can be written)."""
     landed = session.landed()
@@ -98,7 +99,7 @@ def summarize(session: Session) -> SessionSummary:
     return made
 
 
-def _cached(session: Session, mark: str) -> SessionSummary | None:
+def _cached(session: SessionFiles, mark: str) -> SessionSummary | None:
     try:
         summary = SessionSummary.from_dict(SUMMARY.held(session, mark))
     except (TypeError, KeyError):
@@ -106,8 +107,8 @@ def _cached(session: Session, mark: str) -> SessionSummary | None:
     return summary if summary.id == session.id else None
 
 
-def _make(session: Session, landed: list[LandedName]) -> SessionSummary:
-    facts = session.facts()
+def _make(session: SessionFiles, landed: list[LandedName]) -> SessionSummary:
+    facts = load_facts(session)
     manifests = session.manifests()
     models = facts.models | {model for m in manifests.values() if (model := m.keys.model)}
     return SessionSummary(
@@ -120,5 +121,5 @@ def _make(session: Session, landed: list[LandedName]) -> SessionSummary:
         calls=len(facts.calls),
         bodies=len(manifests),
         transcript_lines=facts.lines,
-        landed_bytes=sum(session.store.backend.size(name.path) for name in landed),
+        landed_bytes=sum(session.backend.size(name.path) for name in landed),
     )

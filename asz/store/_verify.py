@@ -82,7 +82,7 @@ def check_derived(
     or whole but holding what the landed files do not give at the mark it names. What was
     made replaces them where the root may be written."""
     found = {file: file.opened(session) for file in derived}
-    fresh = Session(session.store, session.id, trusts_derived=False)
+    fresh = Session(session.backend, session.id, trusts_derived=False)
     make(fresh)
     for file, (kept, damage) in found.items():
         path = file.path_of(session.id)
@@ -93,7 +93,7 @@ def check_derived(
             continue
         why = damage or "does not hold what the landed files give"
         done = "made again" if made is not None else "not made again"
-        where = session.store.backend.describe(path)
+        where = session.backend.describe(path)
         session.problem(where, None, f"{why} (a derived file, {done})", problems)
 
 
@@ -105,7 +105,7 @@ def _check_bodies(session: Session, report: VerifyReport) -> None:
 
 
 def _check_transcripts(session: Session, report: VerifyReport) -> None:
-    describe = session.store.backend.describe
+    describe = session.backend.describe
     for directory in session.stream_dirs():
         names = session.landed_in(directory)
         report.files += len(names)

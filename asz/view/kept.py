@@ -82,5 +82,5 @@ def check_kept(session: Session, prices: PriceTable, problems: list[Problem]) ->
     """``asz verify`` of the session's kept report, when it has one: made again from the
     landed files, a problem when the kept one was not whole or does not hold what they give
     (``asz.store._verify.check_derived``)."""
-    if session.store.backend.exists(report_path(session.id)):
+    if session.backend.exists(report_path(session.id)):
         check_derived(session, [KEPT_REPORT], lambda fresh: reported(fresh, prices), problems)
