@@ -2,10 +2,12 @@
 
 Each landed stream has a cursor (``cursor.json`` in its stream directory) saying where the
 source's next window starts, what the source's bytes before that looked like, and the stat
-the source was last seen at. The cursor is derived: a window lands before the cursor moves,
-so a crash in between leaves a cursor behind the landed files; the cursor remembers the
-sequence number of the last window it covers, and a cursor that does not match the landed
-files (or is missing, empty or torn) is rebuilt from them. That check is also why the cursor
+the source was last seen at. The cursor is derived, and kept as every derived file of the
+root is (``asz.store.DerivedFile``: whole as written, made at a mark): a window lands before
+the cursor moves, so a crash in between leaves a cursor behind the landed files; the cursor
+remembers the sequence number of the last window it covers, and its mark is that landed
+file's stamp. A cursor whose file is gone or changed, that is behind the landed files, or that
+is missing, torn or of an older schema is rebuilt from them. That check is also why the cursor
 is written without a disk sync: after a power cut, a cursor naming a landed file the disk lost
 no longer matches, so the source lands again from what the disk kept.
 
@@ -21,13 +23,12 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, fields
 
-import orjson
-
 from asz.adapters.source_files import FileStat
 from asz.store import (
     APPEND,
     CURSOR_FILE,
     TRANSCRIPT_KIND,
+    DerivedFile,
     LandedFileError,
     LandedName,
     Problem,
@@ -47,7 +48,6 @@ __all__ = [
     "rebuild_cursor",
     "renumber_cursors",
     "save_cursor",
-    "still_landed",
 ]
 
 ACTIVE = "active"
@@ -56,7 +56,8 @@ CONFLICT = "conflict"
 CURSOR_TAIL_BYTES = 1 << 20
 """Bytes before a cursor's offset whose digest proves the source was only appended to."""
 
-_CURSOR_SCHEMA = 1
+_CURSOR_SCHEMA = 2
+"""2: a derived file, its mark the stamp of the last landed file it covers (1: bare JSON)."""
 _MAX_CURSOR_BYTES = 1 << 20
 _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
@@ -100,9 +101,10 @@ class Cursor:
     def saw(self, seen: FileStat) -> None:
         self.dev, self.ino, self.size, self.mtime_ns = seen.dev, seen.ino, seen.size, seen.mtime_ns
 
-    def to_bytes(self) -> bytes:
+    def to_bytes(self, session: Session, stream_dir: str) -> bytes:
+        """The cursor's file, made at the mark of what it covers."""
         values = {name: getattr(self, name) for name in _CURSOR_FIELDS}
-        return orjson.dumps({"schema": _CURSOR_SCHEMA, **values}) + b"\n"
+        return _cursor_file(stream_dir).encode(session, _covered(session, stream_dir, self), values)
 
 
 _CURSOR_FIELDS = tuple(field.name for field in fields(Cursor))
@@ -112,24 +114,49 @@ def cursor_path(stream_dir: str) -> str:
     return f"{stream_dir}/{CURSOR_FILE}"
 
 
+def _cursor_file(stream_dir: str) -> DerivedFile:
+    return DerivedFile(lambda _session: cursor_path(stream_dir), _CURSOR_SCHEMA, _MAX_CURSOR_BYTES)
+
+
+def _covered(session: Session, stream_dir: str, cursor: Cursor) -> str:
+    """The mark of the landed file the cursor says it covers up to (of nothing, before any).
+
+    A cursor is written without a disk sync and the directory of a landed file is synced only
+    at the end of a pass, so a power cut can keep a cursor that saw the source as it is now
+    and lose the file it names: such a source must not be skipped, or that window would land
+    again only once the source grows. One look at that file per unchanged source tells.
+    """
+    if cursor.last_seq == 0:
+        return session.landed_mark([])
+    return session.landed_mark([session.landed_at(stream_dir, TRANSCRIPT_KIND, cursor.last_seq)])
+
+
 def load_cursor(session: Session, stream_dir: str) -> Cursor | None:
-    """The cursor of a stream dir, or None when it is missing or unreadable (then rebuilt)."""
-    try:
-        value = orjson.loads(session.backend.read(cursor_path(stream_dir), _MAX_CURSOR_BYTES))
-    except (OSError, orjson.JSONDecodeError):
+    """The cursor of a stream dir, or None when it is missing, not whole, of an older schema
+    or made at another mark than what it covers now (then rebuilt)."""
+    stored = _stored(session, stream_dir)
+    if stored is None or stored[1] != _covered(session, stream_dir, stored[0]):
         return None
-    if not isinstance(value, dict) or value.pop("schema", None) != _CURSOR_SCHEMA:
+    return stored[0]
+
+
+def _stored(session: Session, stream_dir: str) -> tuple[Cursor, str] | None:
+    """The cursor as kept, and the mark it was made at; None when there is none whole."""
+    kept = _cursor_file(stream_dir).read(session)
+    if kept is None or not isinstance(kept.value, dict):
         return None
     try:
-        cursor = Cursor(**value)
+        cursor = Cursor(**kept.value)
     except TypeError:
         return None
-    if not isinstance(cursor.source, str) or not isinstance(cursor.offset, int):
+    typed = ((cursor.source, str), (cursor.offset, int), (cursor.last_seq, int))
+    if not all(isinstance(value, kind) for value, kind in typed):
         return None
-    return cursor
+    return cursor, kept.mark
 
 
 def save_cursor(session: Session, stream_dir: str, data: bytes) -> None:
+    """Replaces the stream's cursor with ``data`` (``Cursor.to_bytes``)."""
     session.backend.replace_derived(cursor_path(stream_dir), data)
 
 
@@ -188,21 +215,7 @@ def mark_gone(session: Session, stream_dir: str) -> None:
         return
     cursor.state, cursor.reason = SOURCE_GONE, ""
     cursor.dev = cursor.ino = cursor.size = cursor.mtime_ns = None
-    save_cursor(session, stream_dir, cursor.to_bytes())
-
-
-def still_landed(session: Session, stream_dir: str, cursor: Cursor) -> bool:
-    """Whether the landed file the cursor names as its last is there.
-
-    A cursor is written without a disk sync and the directory of a landed file is synced only
-    at the end of a pass, so a power cut can keep a cursor that saw the source as it is now
-    and lose the file it names: such a source must not be skipped, or that window would land
-    again only once the source grows. One look per unchanged source tells.
-    """
-    if cursor.last_seq == 0:
-        return True
-    named = session.landed_at(stream_dir, TRANSCRIPT_KIND, cursor.last_seq)
-    return session.backend.exists(named.path)
+    save_cursor(session, stream_dir, cursor.to_bytes(session, stream_dir))
 
 
 def renumber_cursors(session: Session) -> None:
@@ -211,9 +224,10 @@ def renumber_cursors(session: Session) -> None:
     read the source again for it; one that did not is rebuilt, and the source is read."""
     for directory in session.stream_dirs():
         files = session.landed_in(directory)
-        cursor = load_cursor(session, directory)
-        if cursor is None or not files or cursor.last_seq == files[-1].seq:
+        stored = _stored(session, directory)
+        if stored is None or not files or stored[1] == _covered(session, directory, stored[0]):
             continue
+        cursor = stored[0]
         try:
             rebuilt = rebuild_cursor(session, files, cursor.source, cursor.shape)
         except LandedFileError:
@@ -225,4 +239,4 @@ def renumber_cursors(session: Session) -> None:
         ):
             cursor.last_seq = rebuilt.last_seq
             rebuilt = cursor
-        save_cursor(session, directory, rebuilt.to_bytes())
+        save_cursor(session, directory, rebuilt.to_bytes(session, directory))

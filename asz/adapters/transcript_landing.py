@@ -31,7 +31,6 @@ from asz.adapters.transcript_cursors import (
     mark_gone,
     rebuild_cursor,
     save_cursor,
-    still_landed,
 )
 from asz.crashpoints import crash_point
 from asz.store import (
@@ -148,12 +147,7 @@ class TranscriptLander:
             why = f"its stream dir {source.key} already holds {cursor.source}"
             tally.conflict_sources.append(f"{source.relpath}: {why}")
             return
-        if (
-            cursor is not None
-            and cursor.seen_as(source.seen)
-            and still_landed(self.session, directory, cursor)
-            and not cursor.owes_empty_window()
-        ):
+        if cursor is not None and cursor.seen_as(source.seen) and not cursor.owes_empty_window():
             if cursor.state == CONFLICT:
                 tally.conflict_sources.append(f"{source.relpath}: {cursor.reason}")
             return
@@ -203,7 +197,7 @@ class _SourceRun:
         self.staged = Tally()
         """What this run staged, counted into ``tally`` once it is published."""
         self.seen = FileStat.of(os.fstat(fd))
-        self.saved = stored.to_bytes() if stored is not None else None
+        self.saved = stored.to_bytes(self.session, directory) if stored is not None else None
         self.cursor = self._current(stored)
 
     def _current(self, stored: Cursor | None) -> Cursor:
@@ -219,7 +213,7 @@ class _SourceRun:
         return rebuilt
 
     def save(self) -> None:
-        data = self.cursor.to_bytes()
+        data = self.cursor.to_bytes(self.session, self.directory)
         if data != self.saved:
             save_cursor(self.session, self.directory, data)
             self.saved = data

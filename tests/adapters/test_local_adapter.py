@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import os
+import re
 import shutil
 import stat
 import struct
@@ -256,13 +258,14 @@ def test_a_crash_before_the_cursor_moved_lands_no_line_twice(tmp_path: Path) -> 
     replace_derived(absolute(config, cursor_path(directory)), before)
     assert run(config).transcript_files == 0
 
-    # A cursor that wrongly claims to cover the newest file re-lands the second window.
-    stale = orjson.loads(before)
-    stale["last_seq"] = landed_in(config, directory)[-1].seq
-    replace_derived(absolute(config, cursor_path(directory)), orjson.dumps(stale))
-    relanded = run(config)
-    assert relanded.transcript_files == 1
-    assert len(landed_in(config, directory)) == 3
+    # A cursor changed to claim it covers the newest file is not whole as it was written:
+    # it is rebuilt too, and the second window does not land again.
+    newest = landed_in(config, directory)[-1].seq
+    stale = re.sub(rb'"last_seq":\d+', b'"last_seq":%d' % newest, before)
+    assert stale != before
+    replace_derived(absolute(config, cursor_path(directory)), stale)
+    assert run(config).transcript_files == 0
+    assert len(landed_in(config, directory)) == 2
 
     lines = list(session_of(config).transcript_lines())
     assert [line.line for line in lines] == [1, 2, 3]
@@ -349,10 +352,34 @@ def test_an_empty_source_seen_by_an_older_asz_lands_its_window(tmp_path: Path) -
     old.saw(FileStat.of(main.stat()))
     cursor_file = absolute(config, cursor_path(directory))
     cursor_file.parent.mkdir(parents=True)
-    replace_derived(cursor_file, old.to_bytes())
+    # What asz 0.1.0 wrote: the cursor's fields as bare JSON, schema 1.
+    replace_derived(cursor_file, orjson.dumps({"schema": 1, **dataclasses.asdict(old)}) + b"\n")
     assert run(config).transcript_files == 1
     assert session_of(config).transcript(relpath) == b""
     assert run(config).transcript_files == 0
+
+
+def test_a_cursor_changed_by_hand_is_rebuilt_rather_than_followed(tmp_path: Path) -> None:
+    """A cursor is derived from the landed files and trusted only whole as written: one whose
+    offset was changed in place would start the next window at the wrong byte (or call an
+    appended source rewritten); it is made again from the landed files instead."""
+    config = make_config(tmp_path)
+    path = transcript(config)
+    path.write_bytes(jline(n=1) + b"\n" + jline(n=2) + b"\n")
+    run(config)
+    relpath = f"{PROJECT}/{SESSION}.jsonl"
+    cursor_file = absolute(config, cursor_path(stream_dir(config, relpath)))
+    data = cursor_file.read_bytes()
+    changed = re.sub(rb'"offset":\d+', b'"offset":0', data)
+    assert changed != data
+    cursor_file.write_bytes(changed)
+    with path.open("ab") as grown:
+        grown.write(jline(n=3) + b"\n")
+    tally = run(config)
+    assert not tally.conflict_sources
+    assert tally.transcript_lines_landed == 1
+    assert session_of(config).transcript(relpath) == path.read_bytes()
+    assert not open_root(config).verify().problems
 
 
 def test_derived_state_left_empty_by_a_power_cut_is_rebuilt(tmp_path: Path) -> None:
