@@ -3,16 +3,24 @@
 Every reader of a root reads through :class:`Session`, so a landed file is found, read and
 checked in one way, and a damaged one is skipped the same way everywhere: it becomes a
 :class:`Problem` in ``Session.problems`` and the rest of the session is still read.
+
+A repack may publish a new generation of the session while it is read, and retire the files
+the reader counted (``asz.store._generation``). A file found gone then, or a sequence listed
+half way through its retiring, is no problem: the read the reader asked for (a body, a
+transcript, the lines, the facts...) starts again once from the newest generation, which
+holds the same bytes (:func:`_again_when_moved`). Only a second such move within the same read
+is said as a problem, so a read is never repeated without end.
 """
 
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import orjson
 
@@ -68,6 +76,28 @@ if TYPE_CHECKING:
     from asz.store._store import Store
 
 __all__ = ["BodyManifest", "IndexLine", "Session"]
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _Moved(Exception):
+    """A file the session counted is gone, and a newer generation of the session was
+    published meanwhile: a repack retired what the read had listed."""
+
+
+def _again_when_moved(
+    read: Callable[Concatenate[Session, P], R],
+) -> Callable[Concatenate[Session, P], R]:
+    """A method of :class:`Session` that reads it, read once more from the session's newest
+    generation when a repack moved the session under it (``Session.again_when_moved``)."""
+
+    def again(session: Session, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return session.again_when_moved(lambda: read(session, *args, **kwargs))
+
+    functools.update_wrapper(again, read)
+    return again
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +160,10 @@ class Session:
         not published yet is read as if it were (a repack reading back what it wrote)."""
         if generation is not None:
             self._generation = (generation, [])
+        self._given = generation is not None
+        self._moves: int | None = None
+        """Within a read that starts again when the session moves (``_again_when_moved``):
+        how many more times it may; None outside one."""
 
     # -- landed files ----------------------------------------------------------------------
 
@@ -139,6 +173,51 @@ class Session:
         if self._generation is None:
             self._generation = read_generation(self.store.backend, self.id)
         return self._generation[0]
+
+    def again_when_moved(self, read: Callable[[], R]) -> R:
+        """``read()``, run once more from the session's newest generation when a repack moved
+        the session under it (:class:`_Moved`: a file it counted is gone, or its sequence was
+        listed half way through their removing), with the problems said on the way taken
+        back. Reads within it leave the retrying to it; the second time round a move is a
+        problem, so a read is never repeated without end."""
+        if self._moves is not None:
+            return read()
+        said = len(self.problems)
+        self._moves = 1
+        try:
+            try:
+                return read()
+            except _Moved:
+                del self.problems[said:]
+                self.renew()
+            self._moves = 0
+            return read()
+        finally:
+            self._moves = None
+
+    def renew(self) -> None:
+        """Forgets what was read of the session's files, so that it is read again from its
+        newest generation: for a reader that met a file a repack retired."""
+        self._generation = None
+        self._manifests = None
+        self._response_pieces = set()
+        self._bodies = None
+        self._sequence_checked = False
+
+    def _moved(self) -> bool:
+        """Whether a generation other than the one read counts now (a repack published one
+        since); never for a generation given to read back (``generation=``)."""
+        if self._given:
+            return False
+        newest = read_generation(self.store.backend, self.id)[0]
+        held = self.generation()
+        return (0 if newest is None else newest.replaces) != (0 if held is None else held.replaces)
+
+    def _gone(self) -> None:
+        """A file counted is gone: raises :class:`_Moved` when a repack moved the session and
+        the read may start again (:func:`_again_when_moved`)."""
+        if self._moves and self._moved():
+            raise _Moved
 
     def origin(self) -> tuple[str, str] | None:
         """The path and SHA-256 of the session's first landed file ever: kept by its
@@ -189,7 +268,15 @@ class Session:
         found = self._listed(kind)
         if checked and not self._sequence_checked:
             self._sequence_checked = True
-            self.problems += self.gaps(found if kind is None else None)
+            gaps = self.gaps(found if kind is None else None)
+            if gaps and self._moves is None and self._moved():
+                # Listed half way through a repack's retiring: listed again, once, from its
+                # generation (a read that starts again when moved does that itself).
+                self.renew()
+                self._sequence_checked = True
+                found = self._listed(kind)
+                gaps = self.gaps(found if kind is None else None)
+            self.problems += gaps
         return found
 
     def gaps(self, listed: list[LandedName] | None = None) -> list[Problem]:
@@ -208,6 +295,8 @@ class Session:
         generation = self.generation()
         assert self._generation is not None
         problems = [*self._generation[1], *self._generation_gone(generation)]
+        if problems:
+            self._gone()
         floor = 0 if generation is None else generation.replaces
         if not _missing(every, highest, floor):
             return problems
@@ -217,6 +306,7 @@ class Session:
         ]
         if not missing:
             return problems
+        self._gone()
         top = max(highest, every[-1].seq if every else 0)
         where = self.store.backend.describe(session_dir(self.id))
         spans = ", ".join(str(a) if a == b else f"{a} to {b}" for a, b in missing)
@@ -283,6 +373,8 @@ class Session:
         try:
             data = self.store.backend.read(name.path, MAX_CONTENT_BYTES)
         except OSError as err:
+            if err.errno == errno.ENOENT:
+                self._gone()
             why = err.strerror if err.errno == errno.EFBIG else f"cannot be opened: {err.strerror}"
             self.progress.advance(1, 0)
             raise LandedFileError(where, str(why)) from None
@@ -307,6 +399,7 @@ class Session:
 
     # -- bodies ----------------------------------------------------------------------------
 
+    @_again_when_moved
     def manifests(self) -> dict[str, BodyManifest]:
         """Every landed body's manifest by record id, in landing order; the first landing of
         an id wins. Read once per session object, from the manifest index where it holds
@@ -401,6 +494,7 @@ class Session:
         """Every landed body's record id (``<uuid>.request``, ``req_….response``), sorted."""
         return sorted(self.manifests())
 
+    @_again_when_moved
     def find_body(self, text: str) -> str:
         """The record id ``text`` names as a person pastes it: the id, the source file name
         (or a path to it), or a prefix of the id (``asz.store._resolve``). BodyNotFound when
@@ -418,6 +512,7 @@ class Session:
             raise BodyNotFound(f"session {self.id} holds no body {record_id}{self.problems_said()}")
         return found
 
+    @_again_when_moved
     def body(self, record_id: str) -> bytes:
         """The exact bytes of a landed body; BodyNotFound, or CodecError when it does not
         rebuild."""
@@ -452,6 +547,7 @@ class Session:
             for window in windows:
                 yield name, window
 
+    @_again_when_moved
     def transcript_paths(self) -> list[str]:
         """The path under Claude Code's projects directory of every landed transcript
         source (what ``transcript`` takes, and where a restore puts it), sorted."""
@@ -471,6 +567,7 @@ class Session:
         for name, window in self.windows(names, problems):
             yield name, window, None if window.snapshot else reader.take(window)
 
+    @_again_when_moved
     def transcript(self, path: str) -> bytes:
         """The exact bytes of a source as landed: every line up to the last one landed, or
         the newest copy of a sidecar. TranscriptNotFound, or DamagedTranscript when what
@@ -501,26 +598,60 @@ class Session:
     def transcript_lines(self) -> Iterator[TranscriptLine]:
         """Every landed transcript line, each once, in order within its source; sources in
         the order they first landed. Snapshots are not lines; a damaged file's lines are
-        missing rather than wrong (the line numbers show where)."""
+        missing rather than wrong (the line numbers show where). When a repack moves the
+        session half way, the lines go on from the newest generation where they were
+        (:func:`_again_when_moved`, which holds only while a line is being read: the caller
+        may read the session otherwise between two lines)."""
+        given: dict[str, int] = {}
+        lines = self._lines_past(given)
+        moves = 1
+        while True:
+            outer = self._moves is None
+            if outer:
+                self._moves = moves
+            try:
+                line = next(lines)
+            except StopIteration:
+                return
+            except _Moved:
+                if not outer or not moves:
+                    raise
+                moves = 0
+                self.renew()
+                lines = self._lines_past(given)
+                continue
+            finally:
+                if outer:
+                    self._moves = None
+            given[line.source] = line.line
+            yield line
+
+    def _lines_past(self, given: dict[str, int]) -> Iterator[TranscriptLine]:
+        """The lines of :meth:`transcript_lines` past those of ``given`` (each source's last
+        line number given)."""
         streams = [self.landed_in(directory) for directory in self.stream_dirs()]
         streams.sort(key=lambda names: names[0].seq if names else 0)
         for names in streams:
             for _name, window, fresh in self.stream(names):
                 if fresh is not None:
                     for start, number, data in split_lines(fresh):
-                        yield TranscriptLine(window.stream, window.source, number, start, data)
+                        if number > given.get(window.source, 0):
+                            yield TranscriptLine(window.stream, window.source, number, start, data)
 
+    @_again_when_moved
     def facts(self) -> SessionFacts:
         """What the session's transcripts say: calls, directories, cwds, models, activity and
         lines (kept up to date in a derived cache file where the root can be written)."""
         return load_facts(self)
 
+    @_again_when_moved
     def summary(self) -> SessionSummary:
         """The session in one line, as ``asz sessions`` lists it (``asz.store._summary``)."""
         return summarize(self)
 
     # -- index lines -----------------------------------------------------------------------
 
+    @_again_when_moved
     def index_lines(self) -> list[IndexLine]:
         """The session's landed ``index.jsonl`` lines, in the order they landed."""
         return [
