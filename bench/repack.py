@@ -9,14 +9,18 @@ call: what the service does over a live session at one call every 15 s, compress
 
 1. landed files and bytes, and the archive it makes: objects, PUTs of the push, and the
    requests of a cold ``asz sessions`` and ``asz cache --json`` over the bucket;
-2. ``asz repack`` of every session, timed: MB/s of the source bytes the files stand for;
+2. a repack of every session, timed: MB/s of the source bytes the files stand for, in wall
+   time and in CPU time (which the machine's load does not hide); with ``--keep`` the root
+   as it was before is kept beside it (``root-before``), to profile a repack over;
 3. the same figures after the repack (a fresh prefix: what a first push of repacked
    sessions sends);
 4. landed transcripts and bodies as a share of their source bytes, before and after, beside
-   ``zstd -19 --long`` over the same bytes (each transcript, and all bodies as one stream;
+   ``zstd -19 --long`` over the same bytes (each transcript; all bodies as one stream, and
+   each session's bodies as one stream, which is what a session landed alone can reach;
    python zstandard at level 19 with long-distance matching when the binary is missing);
 5. the real Claude Code samples (``ASZ_SAMPLES``) landed line by line and repacked: landed
-   transcripts as a share of their bytes, beside ``zstd -19 --long`` over each file;
+   transcripts as a share of their bytes, beside ``zstd -19 --long`` over each file, over
+   each session's files as one stream and over all of them as one stream;
 6. the service's CPU while idle over the repacked root, repacks enabled (share of a core).
 
 Goals: 20x fewer files; transcripts <= 8% of the source on real samples, bodies <= 1.3x
@@ -81,10 +85,11 @@ def land_live(workdir: Path, options: SynthOptions) -> tuple[Config, Path, int]:
     return config, claude, passes
 
 
-def real_transcripts(workdir: Path, samples: Path) -> tuple[int, int, int, int]:
+def real_transcripts(workdir: Path, samples: Path) -> dict[str, int]:
     """The real samples written line by line into a projects directory, a pass every 20
-    writes, then repacked: their source bytes, landed transcript bytes before and after, and
-    ``zstd -19 --long`` over each source file."""
+    writes, then repacked: their source bytes, landed transcript bytes before and after, the
+    repack's CPU seconds, and ``zstd -19 --long`` over each source file, over each session's
+    files as one stream, and over all of them as one stream."""
     from support.harness import apply_write, plan_writes
 
     made = workdir / "samples"
@@ -106,11 +111,25 @@ def real_transcripts(workdir: Path, samples: Path) -> tuple[int, int, int, int]:
             sys.stdout = stdout
     before = landed(config.root).get("transcript_bytes", 0)
     store = open_store(config.root)
+    cpu = time.process_time()
     for session in store.sessions():
         repack_session(store, session, budgets_of(config))
+    cpu = time.process_time() - cpu
     after = landed(config.root).get("transcript_bytes", 0)
     files = [p.read_bytes() for p in sorted((made / "projects").rglob("*.jsonl"))]
-    return sum(map(len, files)), before, after, sum(zstd_size(data) for data in files if data)
+    by_session = [
+        b"".join((made / "projects" / path).read_bytes() for path in session.transcript_paths())
+        for session in map(store.open_session, store.sessions())
+    ]
+    return {
+        "source": sum(map(len, files)),
+        "before": before,
+        "after": after,
+        "cpu_ms": round(cpu * 1000),
+        "zstd_each": sum(zstd_size(data) for data in files if data),
+        "zstd_session": sum(zstd_size(data) for data in by_session if data),
+        "zstd_all": zstd_size(b"".join(files)),
+    }
 
 
 def landed(root: Path) -> dict[str, int]:
@@ -188,12 +207,26 @@ def zstd_size(data: bytes) -> int:
     return len(zstandard.ZstdCompressor(compression_params=params).compress(data))
 
 
-def sources(claude: Path) -> tuple[list[bytes], bytes]:
-    """Every transcript's bytes, and every body's bytes as one stream (in name order)."""
+def sources(claude: Path, capture: Path) -> tuple[list[bytes], bytes, list[bytes]]:
+    """Every transcript's bytes, every body's bytes as one stream (in name order), and each
+    session's bodies as one stream (its requests, then its responses, in name order): what a
+    session's landed bodies can be compared with, as a session lands and is repacked alone."""
     transcripts = [p.read_bytes() for p in sorted((claude / "projects").rglob("*.jsonl"))]
     bodies = b"".join(p.read_bytes() for p in sorted(claude.rglob("*.request.json")))
     bodies += b"".join(p.read_bytes() for p in sorted(claude.rglob("*.response.json")))
-    return transcripts, bodies
+    owners: dict[str, list[str]] = {}
+    for body in json.loads((capture / "expected.json").read_bytes())["bodies"]:
+        if (claude / body["file"]).exists():
+            owners.setdefault(str(body["session"]), []).append(body["file"])
+    by_session = [
+        b"".join((claude / name).read_bytes() for name in sorted(names, key=_requests_first))
+        for names in owners.values()
+    ]
+    return transcripts, bodies, by_session
+
+
+def _requests_first(name: str) -> tuple[bool, str]:
+    return name.endswith(".response.json"), name
 
 
 def idle_cpu(workdir: Path, config: Config, seconds: float) -> float:
@@ -251,8 +284,10 @@ def main() -> None:
     server = S3Server()
     try:
         archive_before = archive_figures(workdir, server, config.root, "before")
+        if args.keep is not None:  # what to profile a repack over
+            shutil.copytree(config.root, workdir / "root-before")
         store = open_store(config.root, compression=config.compression)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         source = 0
         for session in store.sessions():
             outcome = repack_session(
@@ -261,16 +296,17 @@ def main() -> None:
             source += outcome.source_bytes
             if outcome.state == "damaged":
                 raise SystemExit(f"{session}: {outcome.why}")
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         after = landed(config.root)
         archive_after = archive_figures(workdir, server, config.root, "after")
     finally:
         server.stop()
     verified = asz(workdir, "verify", "--json", "--root", str(config.root))
-    transcripts, bodies = sources(claude)
+    transcripts, bodies, session_bodies = sources(claude, workdir / "capture")
     transcript_bytes = sum(map(len, transcripts))
     zstd_transcripts = sum(zstd_size(data) for data in transcripts)
     zstd_bodies = zstd_size(bodies)
+    zstd_session_bodies = sum(zstd_size(data) for data in session_bodies)
 
     def row(name: str, was: float, now: float, unit: str = "") -> None:
         ratio = was / now if now else float("inf")
@@ -288,7 +324,9 @@ def main() -> None:
         row(f"requests of a cold asz {name}", archive_before[key], archive_after[key])
     print(
         f"\n  repack: {source / 1e6:.1f} MB of source in {seconds:.2f} s = "
-        f"{source / 1e6 / seconds:.1f} MB/s (goal >= 50)"
+        f"{source / 1e6 / seconds:.1f} MB/s (goal >= 50); CPU {cpu:.2f} s = "
+        f"{source / 1e6 / cpu:.1f} MB/s of CPU time (load average {os.getloadavg()[0]:.1f} "
+        f"on {os.cpu_count()} cores)"
     )
     print(f"  verify after: {len(verified['problems'])} problems")
     share = 100 / transcript_bytes
@@ -298,17 +336,23 @@ def main() -> None:
         f"{after.get('transcript_bytes', 0) * share:.1f}% after repack; "
         f"zstd -19 --long {zstd_transcripts * share:.1f}% (goal <= 8%)"
     )
+    landed_bodies = after["provider_body_bytes"]
     print(
         f"  bodies: {len(bodies) / 1e6:.2f} MB; landed {before['provider_body_bytes']:,} before, "
-        f"{after['provider_body_bytes']:,} after; zstd -19 --long {zstd_bodies:,}: "
-        f"{after['provider_body_bytes'] / zstd_bodies:.2f}x (goal <= 1.3x)"
+        f"{landed_bodies:,} after; zstd -19 --long over all as one stream {zstd_bodies:,}: "
+        f"{landed_bodies / zstd_bodies:.2f}x, over each session as one stream "
+        f"{zstd_session_bodies:,}: {landed_bodies / zstd_session_bodies:.2f}x (goal <= 1.3x)"
     )
     if samples.is_dir():
-        source, was, now, zstd = real_transcripts(workdir, samples)
+        real = real_transcripts(workdir, samples)
+        share = 100 / real["source"]
         print(
-            f"  real transcripts ({samples}): {source / 1e6:.2f} MB; landed "
-            f"{was * 100 / source:.1f}% before, {now * 100 / source:.1f}% after repack; "
-            f"zstd -19 --long {zstd * 100 / source:.1f}% (goal <= 8%)"
+            f"  real transcripts ({samples}): {real['source'] / 1e6:.2f} MB; landed "
+            f"{real['before'] * share:.1f}% before, {real['after'] * share:.1f}% after repack "
+            f"({real['cpu_ms']} ms CPU) (goal <= 8%); zstd -19 --long over each file "
+            f"{real['zstd_each'] * share:.1f}%, each session's files as one stream "
+            f"{real['zstd_session'] * share:.1f}%, all as one stream "
+            f"{real['zstd_all'] * share:.1f}%"
         )
     cpu = idle_cpu(workdir, config, args.idle_seconds)
     print(f"  service idle over the repacked root: {cpu * 100:.2f}% of a core (goal < 1%)")

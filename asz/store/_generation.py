@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -72,6 +73,8 @@ __all__ = [
 ]
 
 FORMAT = "asz.generation/1"
+REMOVERS = 4
+"""Files a retiring removes at once (see :func:`retire`)."""
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 
 
@@ -351,13 +354,23 @@ def retire(backend: Backend, generation: Generation) -> int:
             removed += remove_tree(backend, f"{base}/{entry.name}", entry.is_dir)
     transcripts = transcripts_dir(session)
     streams = [f"{transcripts}/{e.name}" for e in backend.list(transcripts) if e.is_dir]
+    replaced = []
     for directory in [bodies_dir(session), index_dir(session), *streams]:
         for entry in backend.list(directory):
             name = None if entry.is_dir else parse_landed(directory, entry.name)
             if name is not None and name.seq <= generation.replaces:
-                backend.remove(name.path)
-                removed += 1
-                crash_point("generation.retired")
+                replaced.append(name.path)
+
+    def remove(path: str) -> None:
+        backend.remove(path)
+        crash_point("generation.retired")
+
+    # Removed a few at a time: a busy file system takes milliseconds for each removal, and
+    # several under way at once overlap their waits (measured on a loaded 2-core machine:
+    # the 1,748 files of bench/repack.py in 2.4 to 4.7 s, against 2.7 to 6.4 s one by one).
+    with ThreadPoolExecutor(REMOVERS) as pool:
+        for _done in pool.map(remove, replaced):
+            removed += 1
     return removed
 
 

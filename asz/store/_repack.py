@@ -8,7 +8,7 @@ and lands it again as one generation (``asz.store._generation``), cut over the w
   against the whole session when it landed, so the codec would find nothing more);
 - transcripts: each stream's bytes (or a sidecar's copies) in windows of up to
   ``max_delta_bytes``, one window per file, so each file compresses as one stream, at
-  ``LEVEL`` with long-distance matching;
+  ``LEVEL``;
 - index lines: as they were, merged.
 
 Nothing counts until it is proven: the files are written and read back (every body rebuilt to
@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from asz.bodykeys import BodyKeys
 from asz.config import Config
 from asz.store._bodies import Records, packed
 from asz.store._bodyreader import BodyLoader
@@ -70,8 +71,11 @@ __all__ = [
 ]
 
 LEVEL = 12
-"""zstd level of a repacked file (long-distance matching on): a session is repacked once,
-when it is quiet, so it may cost more than landing (level 6, 3 for transcripts)."""
+"""zstd level of a repacked file: a session is repacked once, when it is quiet, so it may cost
+more than landing (level 6, 3 for transcripts). Measured on repacked files (docs/operations.md):
+level 19 saves 3 to 5% of their bytes at a tenth of the speed, level 9 costs 1 to 2% more at
+twice the speed; long-distance matching finds nothing more within a file of at most
+``max_delta_bytes`` and slows level 12 down."""
 
 REPACKED = "repacked"
 PACKED = "packed"
@@ -263,16 +267,15 @@ def _body_unit(session: Session, first: int, budget: int, contents: _Contents) -
     each was cut when it landed against everything the session held, so cutting the bodies
     again finds the same pieces (measured: within 0.1% of the bytes): what a repack gains is
     the files merged, each compressed as one stream. That every body still rebuilds to its
-    digest is proven from the files written (:func:`_contents`)."""
-    seen: set[str] = set()
+    digest is proven from the files written (:func:`_contents`); what the session holds is
+    taken from the records read here, so that each old file is read once."""
     records: list[tuple[dict[str, Any], bytes]] = []
     for _name, landed in session.files(session.landed(BODY_KIND)):
         for record in landed.records:
             record_id = record.meta.get("id")
-            if isinstance(record_id, str) and record_id not in seen:
-                seen.add(record_id)
+            if isinstance(record_id, str) and record_id not in contents.bodies:
+                contents.bodies[record_id] = _body_of(record.meta)
                 records.append((record.meta, record.payload))
-    contents.bodies = _bodies_of(session)
     contents.source_bytes += sum(body[2] for body in contents.bodies.values())
     return _Unit(first, BODY_KIND, bodies_dir(session.id), {}, list(packed(records, budget)))
 
@@ -289,9 +292,9 @@ def _index_units(
         records = [(record.meta, record.payload) for record in landed.records]
         units[-1].files.append(records)
         contents.source_bytes += sum(len(record.payload) for record in landed.records)
+        contents.index += [_index_line(meta.get("off"), payload) for meta, payload in records]
     for unit in units:
         unit.files = list(packed((r for f in unit.files for r in f), budget))
-    contents.index = _index_of(session)
     return units
 
 
@@ -335,7 +338,7 @@ def _windows(data: bytes, budget: int) -> Iterator[tuple[dict[str, Any], bytes]]
     off, line = 0, 1
     while True:
         end = len(data) if len(data) - off <= budget else data.rfind(b"\n", off, off + budget) + 1
-        if end <= off:
+        if end <= off < len(data):
             end = data.index(b"\n", off) + 1
         window = data[off:end]
         yield _window_meta(window, off, line), window
@@ -372,8 +375,20 @@ def _bodies_of(session: Session) -> dict[str, tuple[str, str, int, str, Any]]:
     }
 
 
+def _body_of(meta: dict[str, Any]) -> tuple[str, str, int, str, Any]:
+    """A body record's manifest as :func:`_bodies_of` gives it (``Session.manifests``)."""
+    size = meta.get("size")
+    keys = BodyKeys.from_dict(meta.get("keys"))
+    role, src, sha256 = (str(meta.get(name)) for name in ("role", "src", "sha256"))
+    return role, src, size if type(size) is int else -1, sha256, keys
+
+
 def _index_of(session: Session) -> list[tuple[Any, str]]:
-    return [(line.offset, hashlib.sha256(line.data).hexdigest()) for line in session.index_lines()]
+    return [_index_line(line.offset, line.data) for line in session.index_lines()]
+
+
+def _index_line(offset: Any, data: bytes) -> tuple[Any, str]:
+    return offset, hashlib.sha256(data).hexdigest()
 
 
 def _stream_of(session: Session, names: list[LandedName]) -> tuple[str, ...]:

@@ -31,7 +31,7 @@ from asz.store._layout import (
 )
 from asz.store._resolve import bodies_starting, body_text, only
 from asz.store._session_facts import SessionFacts, load_facts
-from asz.store._session_files import BodyManifest, SessionFiles
+from asz.store._session_files import BodyManifest, SessionFiles, SessionMoved, retried_when_moved
 from asz.store._streams import (
     TranscriptLine,
     split_lines,
@@ -61,6 +61,7 @@ class Session(SessionFiles):
         """Every landed body's record id (``<uuid>.request``, ``req_….response``), sorted."""
         return sorted(self.manifests())
 
+    @retried_when_moved
     def find_body(self, text: str) -> str:
         """The record id ``text`` names as a person pastes it: the id, the source file name
         (or a path to it), or a prefix of the id (``asz.store._resolve``). BodyNotFound when
@@ -78,11 +79,16 @@ class Session(SessionFiles):
             raise BodyNotFound(f"session {self.id} holds no body {record_id}{self.problems_said()}")
         return found
 
+    @retried_when_moved
     def body(self, record_id: str) -> bytes:
         """The exact bytes of a landed body; BodyNotFound, or CodecError when it does not
         rebuild."""
         # A manifest already read may let the body be rebuilt alone; none is read for this.
         return self._bodies.body(record_id, self._manifests)
+
+    def renew(self) -> None:
+        super().renew()
+        self.__dict__.pop("_bodies", None)  # the cached reader of the files read before
 
     @cached_property
     def _bodies(self) -> BodyReader:
@@ -95,6 +101,7 @@ class Session(SessionFiles):
         the front they share (see :mod:`asz.store._bodyparts`); a new reader each call."""
         return BodyParts(self)
 
+    @retried_when_moved
     def transcript_paths(self) -> list[str]:
         """The path under Claude Code's projects directory of every landed transcript
         source (what ``transcript`` takes, and where a restore puts it), sorted."""
@@ -105,6 +112,7 @@ class Session(SessionFiles):
                 break
         return sorted(paths)
 
+    @retried_when_moved
     def transcript(self, path: str) -> bytes:
         """The exact bytes of a source as landed: every line up to the last one landed, or
         the newest copy of a sidecar. TranscriptNotFound, or DamagedTranscript when what
@@ -135,26 +143,60 @@ class Session(SessionFiles):
     def transcript_lines(self) -> Iterator[TranscriptLine]:
         """Every landed transcript line, each once, in order within its source; sources in
         the order they first landed. Snapshots are not lines; a damaged file's lines are
-        missing rather than wrong (the line numbers show where)."""
+        missing rather than wrong (the line numbers show where). When a repack moves the
+        session half way, the lines go on from the newest generation where they were
+        (:func:`retried_when_moved`, which holds only while a line is being read: the caller
+        may read the session otherwise between two lines)."""
+        given: dict[str, int] = {}
+        lines = self._lines_past(given)
+        moves = 1
+        while True:
+            outer = self._moves is None
+            if outer:
+                self._moves = moves
+            try:
+                line = next(lines)
+            except StopIteration:
+                return
+            except SessionMoved:
+                if not outer or not moves:
+                    raise
+                moves = 0
+                self.renew()
+                lines = self._lines_past(given)
+                continue
+            finally:
+                if outer:
+                    self._moves = None
+            given[line.source] = line.line
+            yield line
+
+    def _lines_past(self, given: dict[str, int]) -> Iterator[TranscriptLine]:
+        """The lines of :meth:`transcript_lines` past those of ``given`` (each source's last
+        line number given)."""
         streams = [self.landed_in(directory) for directory in self.stream_dirs()]
         streams.sort(key=lambda names: names[0].seq if names else 0)
         for names in streams:
             for _name, window, fresh in self.stream(names):
                 if fresh is not None:
                     for start, number, data in split_lines(fresh):
-                        yield TranscriptLine(window.stream, window.source, number, start, data)
+                        if number > given.get(window.source, 0):
+                            yield TranscriptLine(window.stream, window.source, number, start, data)
 
+    @retried_when_moved
     def facts(self) -> SessionFacts:
         """What the session's transcripts say: calls, directories, cwds, models, activity and
         lines (kept up to date in a derived cache file where the root can be written)."""
         return load_facts(self)
 
+    @retried_when_moved
     def summary(self) -> SessionSummary:
         """The session in one line, as ``asz sessions`` lists it (``asz.store._summary``)."""
         return summarize(self)
 
     # -- index lines -----------------------------------------------------------------------
 
+    @retried_when_moved
     def index_lines(self) -> list[IndexLine]:
         """The session's landed ``index.jsonl`` lines, in the order they landed."""
         return [

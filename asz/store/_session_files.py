@@ -5,15 +5,23 @@ This is the raw side of a session, below its reading API (``asz.store._session``
 that rebuild bodies, derive facts and summaries, or keep derived files take a
 :class:`SessionFiles`, so none of them needs the reading API built on top of them. A landed
 file that does not read becomes a :class:`Problem` in ``problems`` and the rest is still read.
+
+A repack may publish a new generation of the session while it is read, and retire the files
+the reader counted (``asz.store._generation``). A file found gone then, or a sequence listed
+half way through its retiring, is no problem: the read the reader asked for (a body, a
+transcript, the lines, the facts...) starts again once from the newest generation, which
+holds the same bytes (:func:`retried_when_moved`). Only a second such move within the same read
+is said as a problem, so a read is never repeated without end.
 """
 
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from asz.bodykeys import BodyKeys
 from asz.progress import Progress, Silent
@@ -53,7 +61,29 @@ from asz.store._streams import (
 )
 from asz.store._writer import read_seq_file
 
-__all__ = ["BodyManifest", "SessionFiles"]
+__all__ = ["BodyManifest", "SessionFiles", "SessionMoved", "retried_when_moved"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+S = TypeVar("S", bound="SessionFiles")
+
+
+class SessionMoved(Exception):
+    """A file the session counted is gone, and a newer generation of the session was
+    published meanwhile: a repack retired what the read had listed."""
+
+
+def retried_when_moved(
+    read: Callable[Concatenate[S, P], R],
+) -> Callable[Concatenate[S, P], R]:
+    """A method of a session that reads it, read once more from the session's newest
+    generation when a repack moved the session under it (``SessionFiles.again_when_moved``)."""
+
+    def again(session: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return session.again_when_moved(lambda: read(session, *args, **kwargs))
+
+    functools.update_wrapper(again, read)
+    return again
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +137,10 @@ class SessionFiles:
         not published yet is read as if it were (a repack reading back what it wrote)."""
         if generation is not None:
             self._generation = (generation, [])
+        self._given = generation is not None
+        self._moves: int | None = None
+        """Within a read that starts again when the session moves (``again_when_moved``):
+        how many more times it may; None outside one."""
 
     # -- landed files ----------------------------------------------------------------------
 
@@ -116,6 +150,50 @@ class SessionFiles:
         if self._generation is None:
             self._generation = read_generation(self.backend, self.id)
         return self._generation[0]
+
+    def again_when_moved(self, read: Callable[[], R]) -> R:
+        """``read()``, run once more from the session's newest generation when a repack moved
+        the session under it (:class:`SessionMoved`: a file it counted is gone, or its sequence was
+        listed half way through their removing), with the problems said on the way taken
+        back. Reads within it leave the retrying to it; the second time round a move is a
+        problem, so a read is never repeated without end."""
+        if self._moves is not None:
+            return read()
+        said = len(self.problems)
+        self._moves = 1
+        try:
+            try:
+                return read()
+            except SessionMoved:
+                del self.problems[said:]
+                self.renew()
+            self._moves = 0
+            return read()
+        finally:
+            self._moves = None
+
+    def renew(self) -> None:
+        """Forgets what was read of the session's files, so that it is read again from its
+        newest generation: for a reader that met a file a repack retired."""
+        self._generation = None
+        self._manifests = None
+        self._response_pieces = set()
+        self._sequence_checked = False
+
+    def _moved(self) -> bool:
+        """Whether a generation other than the one read counts now (a repack published one
+        since); never for a generation given to read back (``generation=``)."""
+        if self._given:
+            return False
+        newest = read_generation(self.backend, self.id)[0]
+        held = self.generation()
+        return (0 if newest is None else newest.replaces) != (0 if held is None else held.replaces)
+
+    def _gone(self) -> None:
+        """A file counted is gone: raises :class:`SessionMoved` when a repack moved the session and
+        the read may start again (:func:`retried_when_moved`)."""
+        if self._moves and self._moved():
+            raise SessionMoved
 
     def origin(self) -> tuple[str, str] | None:
         """The path and SHA-256 of the session's first landed file ever: kept by its
@@ -166,7 +244,15 @@ class SessionFiles:
         found = self._listed(kind)
         if checked and not self._sequence_checked:
             self._sequence_checked = True
-            self.problems += self.gaps(found if kind is None else None)
+            gaps = self.gaps(found if kind is None else None)
+            if gaps and self._moves is None and self._moved():
+                # Listed half way through a repack's retiring: listed again, once, from its
+                # generation (a read that starts again when moved does that itself).
+                self.renew()
+                self._sequence_checked = True
+                found = self._listed(kind)
+                gaps = self.gaps(found if kind is None else None)
+            self.problems += gaps
         return found
 
     def gaps(self, listed: list[LandedName] | None = None) -> list[Problem]:
@@ -185,6 +271,8 @@ class SessionFiles:
         generation = self.generation()
         assert self._generation is not None
         problems = [*self._generation[1], *self._generation_gone(generation)]
+        if problems:
+            self._gone()
         floor = 0 if generation is None else generation.replaces
         if not _missing(every, highest, floor):
             return problems
@@ -194,6 +282,7 @@ class SessionFiles:
         ]
         if not missing:
             return problems
+        self._gone()
         top = max(highest, every[-1].seq if every else 0)
         where = self.backend.describe(session_dir(self.id))
         spans = ", ".join(str(a) if a == b else f"{a} to {b}" for a, b in missing)
@@ -260,6 +349,8 @@ class SessionFiles:
         try:
             data = self.backend.read(name.path, MAX_CONTENT_BYTES)
         except OSError as err:
+            if err.errno == errno.ENOENT:
+                self._gone()
             why = err.strerror if err.errno == errno.EFBIG else f"cannot be opened: {err.strerror}"
             self.progress.advance(1, 0)
             raise LandedFileError(where, str(why)) from None
@@ -284,6 +375,7 @@ class SessionFiles:
 
     # -- bodies ----------------------------------------------------------------------------
 
+    @retried_when_moved
     def manifests(self) -> dict[str, BodyManifest]:
         """Every landed body's manifest by record id, in landing order; the first landing of
         an id wins. Read once per session object, from the manifest index where it holds

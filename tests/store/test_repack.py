@@ -16,12 +16,13 @@ from typing import Any
 
 import orjson
 import pytest
+from support.handmade import SESSION, HandMade, chain
 from support.harness import Capture, Workspace, apply_write, check_root, plan_writes
 from support.repacking import landed_in_passes, repack, sessions, without_refs
 from support.service import FAST, running_service
 
 from asz.crashpoints import ENV, EXIT_CODE, GENERATION_POINTS
-from asz.store import open_store
+from asz.store import MAIN_STREAM, open_store
 from asz.store._generation import read_generation
 
 
@@ -218,3 +219,22 @@ def test_the_service_repacks_quiet_sessions_in_the_background(
     assert all(line["files_after"] < line["files_before"] for line in done)
     assert everything(ws) == before
     assert check_root(ws, capture) == []
+
+
+def test_a_session_with_an_empty_transcript_source_is_repacked(tmp_path: Path, run_asz) -> None:
+    made = HandMade(tmp_path)
+    made.prompt(MAIN_STREAM, "p1")
+    chain(made, MAIN_STREAM, "p1", [("msg_1", "req_1"), ("msg_2", "req_2")])
+    made.streams["a0e1b2c"] = []  # Claude Code leaves empty agent files: one empty window
+    store = made.land()
+    session = store.open_session(SESSION)
+    before = {path: session.transcript(path) for path in session.transcript_paths()}
+    assert b"" in before.values()
+
+    done = run_asz("repack", "--json", SESSION, "--root", str(tmp_path / "root"))
+
+    assert done.returncode == 0, done.stderr.decode()
+    assert orjson.loads(done.stdout)["sessions"][0]["state"] == "repacked"
+    again = open_store(tmp_path / "root").open_session(SESSION)
+    assert {path: again.transcript(path) for path in again.transcript_paths()} == before
+    assert not again.problems
