@@ -56,7 +56,7 @@ from typing import Any
 import orjson
 
 from asz.atomic import private_dir, remove_stale_temps
-from asz.config import Config
+from asz.config import PROJECTS, Config
 from asz.redact import Hit, Redactor, configured_redactor
 from asz.store import (
     BODY_KIND,
@@ -261,7 +261,7 @@ class RedactedRoot:
             landed = self._of(name)
             header = {
                 key: landed.header[key]
-                for key in (*_KEEP_HEADER, "redacted")
+                for key in (*_KEEP_HEADER, "stream_dir", "redacted")
                 if key in landed.header and key != "lost"
             }
             records = [(row.meta, row.payload) for row in landed.records]
@@ -395,6 +395,12 @@ class RedactedRoot:
         backend = self.shadow.backend
         backend.replace_derived(redactions_path(name.path), orjson.dumps(record) + b"\n")
         header = {key: landed.header[key] for key in _KEEP_HEADER if key in landed.header}
+        if name.kind == TRANSCRIPT_KIND and isinstance(source := header.get("source"), str):
+            # The source's project folder names the user (-Users-<name>-...); its stream
+            # directory, named from the original, is said beside it for readers to check.
+            header["source"] = self._source(source)
+            if header["source"] != source:
+                header["stream_dir"] = name.path.rsplit("/", 2)[-2]
         header["redacted"] = self.fingerprint
         stamp = {key: landed.header.get(key) for key in ("at", "writer")}
         writer = SessionWriter(
@@ -406,6 +412,12 @@ class RedactedRoot:
         )
         writer.land(name.kind, name.path.rsplit("/", 1)[0], header, records, stamp=stamp)
         return rules
+
+    def _source(self, source: str) -> str:
+        """A transcript's path under the projects directory, redacted as the rest of the
+        text is (``-Users-<name>-code-app/...``: the user's name)."""
+        within = f"/{PROJECTS}/"
+        return self.redactor.text(within + source).removeprefix(within)
 
     def _bodies(
         self, landed: LandedFile, state: _State, hits: list[dict[str, Any]]
