@@ -129,6 +129,10 @@ class _State:
     offsets: dict[str, dict[int, int]] = field(default_factory=dict)
     """Per stream directory: a window's start or end in the root -> the same in the
     counterpart."""
+    writer: SessionWriter | None = None
+    """The writer of the session's counterparts in a row, and the number it gives next: one
+    writer remembers the session's highest number once a batch, not once a file."""
+    next_seq: int = 0
 
 
 @dataclass(slots=True)
@@ -403,14 +407,17 @@ class RedactedRoot:
                 header["stream_dir"] = name.path.rsplit("/", 2)[-2]
         header["redacted"] = self.fingerprint
         stamp = {key: landed.header.get(key) for key in ("at", "writer")}
-        writer = SessionWriter(
-            backend,
-            session.id,
-            batch,
-            compression=self.shadow.compression,
-            numbered=lambda: (name.seq - 1, 0),
-        )
-        writer.land(name.kind, name.path.rsplit("/", 1)[0], header, records, stamp=stamp)
+        if state.writer is None or state.next_seq != name.seq:
+            state.writer = SessionWriter(
+                backend,
+                session.id,
+                batch,
+                compression=self.shadow.compression,
+                numbered=lambda: (name.seq - 1, 0),
+            )
+        directory = name.path.rsplit("/", 1)[0]
+        written = state.writer.land(name.kind, directory, header, records, stamp=stamp)
+        state.next_seq = written.seq + 1
         return rules
 
     def _source(self, source: str) -> str:
@@ -438,6 +445,7 @@ class RedactedRoot:
                     str(meta["src"]),
                     redacted.data,
                     BodyKeys.from_dict(meta.get("keys")),
+                    json_object=redacted.json_object,
                 )
             except Repeat:
                 continue
