@@ -503,6 +503,7 @@ class Pusher:
         (``replaced``), left for ``asz push --prune``."""
         store = self._manifest_store()
         due = manifests_due(store, self._pushed(record), sorted(record.claimed))
+        before = Archived.of(record)
         failed = partial(self._failed_path, tally)
         created, size, conflicts = push_manifests(
             store, self.bucket, record, due, failed, policy=tally.policy
@@ -510,11 +511,13 @@ class Pusher:
         tally.files += created
         tally.bytes += size
         tally.conflicts += [self.url.key(path) for path in conflicts]
-        archived = Archived.of(record)
+        after = Archived.of(record)
         for path in due:
-            if path in record.done:
+            if path in record.done:  # what this generation replaced, and no earlier one
                 session = path.split("/", 1)[0]
-                tally.replaced += [self.url.key(old) for old in archived.replaced(session)]
+                earlier = set(before.replaced(session))
+                now = [old for old in after.replaced(session) if old not in earlier]
+                tally.replaced += [self.url.key(old) for old in now]
 
     def _failed_path(self, tally: PushTally, path: str, err: BaseException) -> None:
         self._failed(tally, self.url.key(path), err)
