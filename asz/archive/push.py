@@ -243,14 +243,15 @@ class Pusher:
                     continue
                 tally.reredacted.append(item.session)
             ready = {name.path for name in made.ready}
+            counted = redacted.landed(item.session)
             names = [
                 name
-                for name in redacted.landed(item.session)
+                for name in counted
                 if name.path not in record.done and (made.failed is None or name.path in ready)
             ]
             if not names:
                 continue
-            before = {later.path: earlier for earlier, later in pairwise(names)}
+            before = {later.path: earlier for earlier, later in pairwise(counted)}
             going.append(_Todo(item.session, names, item.first, before))
             session_rules: collections.Counter[str] = collections.Counter()
             for name in names:

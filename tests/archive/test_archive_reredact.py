@@ -10,7 +10,9 @@ old objects are reported for ``--prune``, never overwritten.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import random
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -18,10 +20,11 @@ from typing import Any
 import orjson
 import pytest
 from support.archive_roots import Machine, bucket_prefix
-from support.harness import Capture, Workspace, asz_command
+from support.harness import Capture, Workspace, apply_write, asz_command, plan_writes
 from support.repacking import landed_in_passes, repack, sessions, without_refs
 from support.s3server import BUCKET, CREDENTIALS, S3Server, archive_config, proxied
 
+from asz.archive.bucket import FOLLOWS
 from asz.store import open_store
 from asz.synth import SynthOptions
 
@@ -203,3 +206,31 @@ def test_a_repacked_session_goes_redacted_as_its_generation(
         assert "«redacted:" in orjson.dumps(without_refs(view)).decode()
     again = _json(ws, "push", "--config", str(config), root=str(ws.root))
     assert again["files"] == 0 and again["complete"]
+
+
+@pytest.mark.slow
+def test_each_redacted_file_pushed_in_parts_names_the_one_before_it(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    ws = Workspace(tmp_path)
+    capture = Capture.make(tmp_path / "capture", seed=8, sessions=1, turns=4)
+    writes = plan_writes(capture.dir, random.Random(3))
+    prefix = bucket_prefix(tmp_path)
+    config = archive_config(tmp_path / "asz.toml", s3.endpoint, prefix, redact=True)
+    half = len(writes) // 2
+    for part in (writes[:half], writes[half:]):  # two pushes, each of what landed since
+        for write in part:
+            apply_write(ws.claude, write)
+        assert ws.collect_once()[0] == 0
+        assert _json(ws, "push", "--config", str(config), root=str(ws.root))["complete"]
+    client = s3.client()
+    session = sessions(ws)[0]
+    keys = sorted(
+        (int(key.rsplit("-", 1)[1].split(".")[0]), key)
+        for key in s3.objects(f"{prefix}/{session}/")
+    )
+    assert len(keys) > 2
+    for (seq, key), (_next, later) in itertools.pairwise(keys):
+        data = client.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+        said = client.head_object(Bucket=BUCKET, Key=later)["Metadata"].get(FOLLOWS)
+        assert said == f"{seq}:{hashlib.sha256(data).hexdigest()}", later
