@@ -1,6 +1,7 @@
 """A session's generations in the archive: the manifest goes last, the claim names the origin.
 
-A repacked session (``asz.store._generation``) is pushed like any other: its landed files,
+A repacked session (``asz.store._generation``) is pushed like any other (redacted: its
+generation's counterpart, ``asz.archive.redacted``): its landed files,
 the generation's among them, go by create-only puts and are recorded. Its manifest,
 ``<session>/generation-<seq>.json``, is what makes a reader of the bucket count the
 generation's files in place of those it replaced, so it is created only once every file it
@@ -52,10 +53,13 @@ def push_manifests(
     record: PushRecord,
     due: Iterable[str],
     failed: Callable[[str, BaseException], None],
+    *,
+    policy: str = "",
 ) -> tuple[int, int, list[str]]:
     """Creates each manifest of ``due`` (create-only, looked for first: a push that stopped
-    may have sent it); the objects created, their bytes, and the paths that hold other bytes
-    (a conflict). ``failed`` hears of each request that failed."""
+    may have sent it), read from ``store`` (the root, or its redacted counterpart, whose
+    redaction policy is ``policy``); the objects created, their bytes, and the paths that hold
+    other bytes (a conflict). ``failed`` hears of each request that failed."""
     created = size = 0
     conflicts = []
     for path in due:
@@ -68,7 +72,7 @@ def push_manifests(
         if result is Created.OTHER:
             conflicts.append(path)
             continue
-        record.pushed(path, len(data))
+        record.pushed(path, len(data), policy)
         if result is Created.CREATED:
             created += 1
             size += len(data)

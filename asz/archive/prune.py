@@ -25,7 +25,7 @@ from asz.store import (
     parse_landed,
 )
 
-__all__ = ["Pruned", "prune"]
+__all__ = ["Pruned", "prune", "replaced_by"]
 
 
 @dataclass(slots=True)
@@ -82,7 +82,7 @@ def _prune_session(bucket: Bucket, session: str, after: float, now: float, prune
         )
         if not whole:
             continue  # its files are not all up yet: it does not count, nothing is replaced
-        old = [m for path, m in objects.items() if _replaced(session, path, replaces)]
+        old = [m for path, m in objects.items() if replaced_by(session, path, replaces)]
         if meta.modified is None or now - meta.modified < after:
             pruned.waiting += len(old)
             return
@@ -93,10 +93,11 @@ def _prune_session(bucket: Bucket, session: str, after: float, now: float, prune
         return
 
 
-def _replaced(session: str, path: str, replaces: int) -> bool:
+def replaced_by(session: str, path: str, replaces: int) -> bool:
     """Whether the object at ``path`` (relative to the prefix) is one the generation that
     replaces numbers up to ``replaces`` stands in for: an ordinary landed file numbered up to
-    it, any other generation's file, or an older generation's manifest."""
+    it, an older generation's file or manifest. A newer generation's files are not: they may
+    be on their way, their manifest to follow."""
     parts = path.split("/")
     if parts[0] != session or len(parts) < 2:
         return False
@@ -106,6 +107,6 @@ def _replaced(session: str, path: str, replaces: int) -> bool:
         return number is not None and number < replaces
     generation = parse_generation_dir(parts[1])
     if generation is not None:
-        return generation != replaces
+        return generation < replaces
     landed = parse_landed("/".join(parts[:-1]), name)
     return landed is not None and landed.seq <= replaces

@@ -16,9 +16,13 @@ the breaker, or a stop asked for (``Pusher.stop``) ends the push within ``GRACE`
 
 With a redacted root (``asz.archive.redacted``), what goes is each file's redacted
 counterpart, made before it goes, and its redaction record beside it; a file that could not
-be redacted goes neither raw nor at all, and nor does the rest of its session. A session
-whose files went under another policy (or raw) gets nothing more until it is pushed again
-under this one.
+be redacted goes neither raw nor at all, and nor does the rest of its session. What goes of a
+session is its counterpart as a reader counts it: a repacked session's generation goes as
+its mirror, the manifest last, naming the counterparts' digests. A session whose counted
+files went under another policy (or raw, ``asz.archive.archived``) gets nothing more: the
+push names those files, and which of them would now differ, until ``reredact`` publishes the
+session re-redacted as a new generation beside them (create-only still: the old objects stay,
+reported as replaced, for ``asz push --prune``).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from asz.archive.archived import Archived
 from asz.archive.bucket import ABSENT, Bucket, Created, Known
 from asz.archive.claims import claim_path
 from asz.archive.failure import understand
@@ -127,6 +132,7 @@ class Pusher:
         self.progress = progress
         self.redacted = redacted
         """Where the redacted files that go are made; None: the landed files go raw."""
+        self.reredact = False
         # The link outlives a push (the service keeps its client); a push starts unstopped
         # here, not when it starts sending, so that a stop asked while it reads its record
         # holds.
@@ -137,10 +143,15 @@ class Pusher:
         starts any more, uploads in flight get ``GRACE`` seconds, what went is recorded."""
         self.bucket.link.stop(why, asked=True)
 
-    def run(self, *, dry_run: bool = False, relist: bool = False) -> PushTally:
+    def run(
+        self, *, dry_run: bool = False, relist: bool = False, reredact: bool = False
+    ) -> PushTally:
+        """One pass; ``reredact``: the sessions held back by files that went under another
+        redaction policy go again, re-redacted, as a new generation."""
         started = time.monotonic()
         tally = PushTally(str(self.url))
         record = PushRecord.for_root(self.root, str(self.url), self.bucket.endpoint)
+        self.reredact = reredact
         if dry_run:
             tally.rebuilt = relist or record.rebuilt
             if tally.rebuilt:
@@ -151,7 +162,8 @@ class Pusher:
             )
         else:
             todo = self._pushing(record, tally, relist)
-        left = [name for item in todo for name in item.names if name.path not in record.done]
+        there = self._there(record)
+        left = [name for item in todo for name in item.names if not there(name.path)]
         tally.waiting_files = len(left)
         tally.waiting_bytes = sum(self.store.size_of(name.path) for name in left)
         tally.seconds = round(time.monotonic() - started, 6)
@@ -192,40 +204,93 @@ class Pusher:
         return todo if todo is not None else self._admitted(record, tally)
 
     def _redacting(self, record: PushRecord, todo: list[_Todo], tally: PushTally) -> list[_Todo]:
-        """What goes of ``todo`` once redacted: each session's files whose counterparts are
-        made (up to the first that failed), except in a session the archive holds files of
-        under another policy (or raw)."""
+        """What goes of ``todo`` once redacted: each session's counterpart as a reader counts
+        it (``RedactedRoot.landed``), of the files made (up to the first that failed), except
+        in a session the archive counts files of under another policy (or raw): those are
+        named, with which of them would now differ, and go only re-redacted (``reredact``)."""
         redacted = self.redacted
         if redacted is None:
             return todo
         tally.policy = policy = redacted.fingerprint
+        archived = Archived.of(record)
         judged = set(tally.left_out) | set(tally.not_judged)
-        tally.other_policy = sorted(
-            path
-            for path in record.done
-            if record.policy.get(path, "") != policy and path.split("/", 1)[0] not in judged
-        )
-        waiting = {path.split("/", 1)[0] for path in tally.other_policy}
+        other = {
+            session: paths
+            for session in archived.sessions()
+            if session not in judged and (paths := archived.other_policy(session, policy))
+        }
+        # A session held back with nothing new is made whole: to say what differs, and to go.
+        todo = todo + [
+            whole
+            for session in sorted(other.keys() - {item.session for item in todo})
+            if self.store.has_landed(session) and (whole := self._whole(session)) is not None
+        ]
         rules: collections.Counter[str] = collections.Counter()
         going = []
-        going_on = [item for item in todo if item.session not in waiting]
-        outcomes = redacted.make_all([(item.session, item.names[-1]) for item in going_on])
-        for item in going_on:
+        outcomes = redacted.make_all([(item.session, item.names[-1]) for item in todo])
+        for item in todo:
             made = outcomes[item.session]
             rules.update(made.rules)
             if made.failed is not None:
                 tally.redaction_failed.append(": ".join(made.failed))
+            held = other.get(item.session)
+            if held is not None:
+                tally.would_differ += [
+                    path for path in held if redacted.differs(path, archived.policy(path))
+                ]
+                if not (self.reredact and made.failed is None and self._reredo(item, archived)):
+                    tally.other_policy += held
+                    continue
+                tally.reredacted.append(item.session)
             ready = {name.path for name in made.ready}
-            names = [name for name in item.names if name.path in ready]
+            counted = redacted.landed(item.session)
+            names = [
+                name
+                for name in counted
+                if name.path not in record.done and (made.failed is None or name.path in ready)
+            ]
             if not names:
                 continue
-            going.append(_Todo(item.session, names, item.first, item.before))
+            before = {later.path: earlier for earlier, later in pairwise(counted)}
+            going.append(_Todo(item.session, names, item.first, before))
             session_rules: collections.Counter[str] = collections.Counter()
             for name in names:
                 session_rules.update(redacted.rules(name.path))
             tally.redacted_by_session[item.session] = dict(sorted(session_rules.items()))
+        tally.other_policy.sort()
         tally.redactions = dict(sorted(rules.items()))
         return going
+
+    def _whole(self, session: str) -> _Todo | None:
+        """Every landed file of ``session``, to be made (None: it has none)."""
+        names = self.store.open_session(session).landed()
+        if not names:
+            return None
+        return _Todo(session, names, names[0], {})
+
+    def _reredo(self, item: _Todo, archived: Archived) -> bool:
+        """Whether the session's counterpart has, or now gets, a generation that replaces
+        every file of it the archive counts, under a number no generation in the archive has:
+        its mirror of the root's generation when that one does, else one re-redacted up to the
+        session's highest number. False when there is none (the archive has a generation of
+        every number the session has: it waits for the session's next landed file)."""
+        assert self.redacted is not None
+        newest = archived.newest(item.session) or 0
+        top = max(newest + 1, archived.top(archived.counted(item.session)))
+        generation = self.redacted.generation(item.session)
+        if generation is not None and generation.replaces >= top:
+            policy = self.redacted.fingerprint
+            went = archived.record.done
+            if not any(
+                name.path in went and archived.policy(name.path) != policy
+                for name in generation.files
+            ):
+                return True
+        highest, _remembered = self.store.numbered(item.session)
+        if highest < top or (generation is not None and generation.replaces >= highest):
+            return False
+        self.redacted.reredact(item.session, highest)
+        return True
 
     def _read(self, path: str) -> bytes:
         """The bytes that go for the landed file at ``path``: its redacted counterpart's,
@@ -256,11 +321,28 @@ class Pusher:
                 if self.redacted is not None:
                     said = self.redacted.record(name.path)
                     objects.append((bucket_record(name.path), len(said)))
-        if self.redacted is not None:
-            return objects
-        pushed = {name.path for item in todo for name in item.names} | record.done.keys()
-        due = manifests_due(self.store, pushed, (item.session for item in todo))
-        return objects + [(path, self.store.size_of(path)) for path in due]
+        store = self._manifest_store()
+        pushed = {name.path for item in todo for name in item.names} | self._pushed(record)
+        due = manifests_due(store, pushed, (item.session for item in todo))
+        return objects + [(path, store.size_of(path)) for path in due]
+
+    def _manifest_store(self) -> Store:
+        """Where the manifests that go are read: the root's, or its redacted counterpart's."""
+        return self.store if self.redacted is None else self.redacted.shadow
+
+    def _pushed(self, record: PushRecord) -> set[str]:
+        """The paths in the archive that a manifest of what goes may name: those that went
+        under this push's policy."""
+        policy = "" if self.redacted is None else self.redacted.fingerprint
+        return {path for path in record.done if record.policy.get(path, "") == policy}
+
+    def _there(self, record: PushRecord) -> Callable[[str], bool]:
+        """Whether a landed file of the root needs nothing more sent: it went, or (redacted)
+        the archive's newest generation of the session, of this policy, holds it."""
+        if self.redacted is None:
+            return record.done.__contains__
+        archived = Archived.of(record)
+        return partial(archived.covers, policy=self.redacted.fingerprint)
 
     def _relisting(self, record: PushRecord, tally: PushTally, relist: bool) -> bool:
         """Whether the record is rebuilt by listing: asked, lost, another bucket's, or its
@@ -288,8 +370,9 @@ class Pusher:
             raise Halted(self.bucket.link.halted) from None
 
     def _admitted(self, record: PushRecord, tally: PushTally) -> list[_Todo]:
-        """Every session the filter admits, with its landed files the record does not
-        hold."""
+        """Every session the filter admits, with its landed files the archive does not
+        hold (``_there``)."""
+        there = self._there(record)
         todo = []
         for session_id in self.store.sessions():
             verdict = self.admits(session_id)
@@ -302,14 +385,8 @@ class Pusher:
                 tally.left_out.append(session_id)
                 continue
             tally.sessions += 1
-            session = self.store.open_session(session_id)
-            names = session.landed()
-            generation = session.generation() if self.redacted is not None else None
-            if generation is not None:
-                kept = {name.path for name in generation.files}
-                names = [name for name in names if name.path not in kept]
-                tally.generations_kept.append(session_id)
-            new = [name for name in names if name.path not in record.done]
+            names = self.store.open_session(session_id).landed()
+            new = [name for name in names if not there(name.path)]
             if new:
                 before = {later.path: earlier for earlier, later in pairwise(names)}
                 todo.append(_Todo(session_id, new, names[0], before))
@@ -422,15 +499,26 @@ class Pusher:
 
     def _manifests(self, record: PushRecord, tally: PushTally) -> None:
         """Each generation whose files are all in the bucket now gets its manifest, last
-        (``asz.archive.generations``); none under redaction (``generations_kept``)."""
-        if self.redacted is not None:
-            return
-        due = manifests_due(self.store, record.done.keys(), sorted(record.claimed))
+        (``asz.archive.generations``; under redaction the counterpart's, naming the
+        counterparts' digests). What each one made the archive stop counting is said
+        (``replaced``), left for ``asz push --prune``."""
+        store = self._manifest_store()
+        due = manifests_due(store, self._pushed(record), sorted(record.claimed))
+        before = Archived.of(record)
         failed = partial(self._failed_path, tally)
-        created, size, conflicts = push_manifests(self.store, self.bucket, record, due, failed)
+        created, size, conflicts = push_manifests(
+            store, self.bucket, record, due, failed, policy=tally.policy
+        )
         tally.files += created
         tally.bytes += size
         tally.conflicts += [self.url.key(path) for path in conflicts]
+        after = Archived.of(record)
+        for path in due:
+            if path in record.done:  # what this generation replaced, and no earlier one
+                session = path.split("/", 1)[0]
+                earlier = set(before.replaced(session))
+                now = [old for old in after.replaced(session) if old not in earlier]
+                tally.replaced += [self.url.key(old) for old in now]
 
     def _failed_path(self, tally: PushTally, path: str, err: BaseException) -> None:
         self._failed(tally, self.url.key(path), err)

@@ -64,12 +64,16 @@ class PushTally:
     """``<path>: <why>`` of each file whose redaction failed: neither it nor the rest of its
     session goes."""
     other_policy: list[str] = field(default_factory=list)
-    """Paths in the archive redacted under another policy (or raw), which this one may make
-    differ: their sessions get nothing more until pushed again under this policy."""
-    generations_kept: list[str] = field(default_factory=list)
-    """Repacked sessions whose generation a redacting push keeps home: its manifest names the
-    landed files, not their redacted counterparts, so what the bucket reads of the session is
-    the files it replaced, pushed before, and the files landed after it."""
+    """Paths the archive counts that went redacted under another policy (or raw): their
+    sessions get nothing more until re-redacted (``reredacted``)."""
+    would_differ: list[str] = field(default_factory=list)
+    """Of the paths under another policy, those whose records this policy makes differ (or
+    that cannot be compared here)."""
+    reredacted: list[str] = field(default_factory=list)
+    """Sessions that go (with ``dry_run``: would go) re-redacted as a new generation."""
+    replaced: list[str] = field(default_factory=list)
+    """Object keys a generation this push completed made readers stop counting: left in the
+    archive for ``asz push --prune`` once ``prune_after`` has passed."""
 
     @property
     def complete(self) -> bool:
@@ -108,7 +112,9 @@ class PushTally:
             "redacted_by_session": self.redacted_by_session,
             "redaction_failed": self.redaction_failed,
             "other_policy": self.other_policy,
-            "generations_kept": self.generations_kept,
+            "would_differ": self.would_differ,
+            "reredacted": self.reredacted,
+            "replaced": self.replaced,
         }
 
 
@@ -131,6 +137,8 @@ def push_line(tally: PushTally) -> str:
             (len(tally.errors), "error", ""),
             (len(tally.redaction_failed), "file", " not redacted (its session waits)"),
             (len(tally.other_policy), "file", " in the archive under another redaction policy"),
+            (len(tally.reredacted), "session", " re-redacted as a new generation"),
+            (len(tally.replaced), "object", " replaced, left for --prune"),
             (tally.waiting_files, "file", " still to push"),
         )
         if number

@@ -28,6 +28,19 @@ the ones it has: redaction costs what lands, once.
 A file whose redaction fails (``ScannerFailed``, or any error while it is made) is not made,
 and neither is any later file of its session, which may name its pieces: nothing of them
 goes, and never raw.
+
+Generations (``asz.store._generation``) have counterparts too, whose manifests name the
+counterparts' sizes and digests, never the landed files':
+
+- a repacked session's generation is *mirrored*: its files' counterparts are made like any
+  file's, at the same paths, and once they all are, the root's manifest is written beside
+  them with each file's size and SHA-256 replaced by its counterpart's (and ``redacted``
+  naming the policy), so the counterpart reads as the session does;
+- a session the archive holds under another policy is *re-redacted* (``reredact``): the
+  counterparts of every file the session counts now are written again, renumbered 1 to m,
+  as a generation of their own replacing the session's numbers up to its highest, which the
+  archive then counts in place of what went before. The counterparts it was made from stay,
+  since making the session's later files follows them.
 """
 
 from __future__ import annotations
@@ -43,12 +56,13 @@ from typing import Any
 import orjson
 
 from asz.atomic import private_dir, remove_stale_temps
-from asz.config import Config
+from asz.config import PROJECTS, Config
 from asz.redact import Hit, Redactor, configured_redactor
 from asz.store import (
     BODY_KIND,
     INDEX_KIND,
     MAX_CONTENT_BYTES,
+    MAX_MANIFEST_BYTES,
     REDACT_KEY_FILE,
     REDACTED_DIR,
     SNAPSHOT,
@@ -56,6 +70,8 @@ from asz.store import (
     TRANSCRIPT_KIND,
     Batch,
     BodyKeys,
+    Generation,
+    GenerationWriter,
     HeldBodies,
     LandedFile,
     LandedName,
@@ -66,7 +82,10 @@ from asz.store import (
     SessionBodies,
     SessionWriter,
     Store,
+    parse_generation_dir,
+    parse_landed,
     redactions_path,
+    remove_unpublished,
 )
 
 __all__ = [
@@ -110,6 +129,10 @@ class _State:
     offsets: dict[str, dict[int, int]] = field(default_factory=dict)
     """Per stream directory: a window's start or end in the root -> the same in the
     counterpart."""
+    writer: SessionWriter | None = None
+    """The writer of the session's counterparts in a row, and the number it gives next: one
+    writer remembers the session's highest number once a batch, not once a file."""
+    next_seq: int = 0
 
 
 @dataclass(slots=True)
@@ -188,12 +211,106 @@ class RedactedRoot:
         staged = _Staged(self.shadow.batch())
         made = {session: self._make_session(session, upto, staged) for session, upto in wanted}
         staged.publish()
+        for session, outcome in made.items():
+            try:
+                self.mirror(session)
+            except Exception as err:  # its files are made; the manifest waits for the next
+                outcome.failed = outcome.failed or (session, _said(err))
         return made
+
+    def landed(self, session_id: str) -> list[LandedName]:
+        """The counterpart's files of the session as a reader counts them: its newest
+        generation's (mirrored or re-redacted) and the files after it."""
+        return self.shadow.open_session(session_id).landed(checked=False)
+
+    def generation(self, session_id: str) -> Generation | None:
+        """The newest generation of the session's counterpart, None when it has none."""
+        return self.shadow.open_session(session_id).generation()
+
+    def mirror(self, session_id: str) -> None:
+        """Writes the counterpart of the session's generation manifest once every file it
+        names has its counterpart (see the module); nothing when it has none or it is
+        written."""
+        generation = self.store.open_session(session_id).generation()
+        if generation is None or self.holds(generation.path):
+            return
+        if not all(self.holds(name.path) for name in generation.files):
+            return
+        manifest = orjson.loads(self.store.backend.read(generation.path, MAX_MANIFEST_BYTES))
+        for item in manifest["files"]:
+            data = self.read(item["path"])
+            item["size"], item["sha256"] = len(data), hashlib.sha256(data).hexdigest()
+        manifest["redacted"] = self.fingerprint
+        backend = self.shadow.backend
+        temp = backend.write_temp(generation.path, orjson.dumps(manifest) + b"\n")
+        try:
+            backend.publish([temp], None, lambda _i: None)
+        finally:
+            backend.remove_temp(temp)
+
+    def reredact(self, session_id: str, replaces: int) -> Generation:
+        """Publishes in the counterpart a generation replacing the session's numbers 1 to
+        ``replaces``: the counterparts of every file the session counts now, in order, each
+        written again with the same records (see the module). They must all be made. The one
+        published before when the counterpart has it already (a push that stopped after)."""
+        held = self.generation(session_id)
+        if held is not None and held.replaces == replaces:
+            return held
+        # A generation directory without its manifest here is a re-redaction killed half way
+        # (a mirror's is complete before its files are all made, which they are by now).
+        remove_unpublished(self.shadow.backend, session_id)
+        session = self.store.open_session(session_id)
+        writer = GenerationWriter(
+            self.shadow.backend,
+            session_id,
+            replaces,
+            origin=session.origin(),
+            compression=self.shadow.compression,
+        )
+        for name in session.landed():
+            landed = self._of(name)
+            header = {
+                key: landed.header[key]
+                for key in (*_KEEP_HEADER, "stream_dir", "redacted")
+                if key in landed.header and key != "lost"
+            }
+            records = [(row.meta, row.payload) for row in landed.records]
+            written = writer.land(name.kind, _ordinary_dir(name), header, records)
+            said = {**orjson.loads(self.record(name.path)), "path": written.path}
+            self.shadow.backend.replace_derived(
+                redactions_path(written.path), orjson.dumps(said) + b"\n"
+            )
+        return writer.publish()
+
+    def differs(self, path: str, policy: str) -> bool:
+        """Whether what the counterpart holds at ``path`` differs from what went under
+        ``policy`` ("": raw), record by record: True when either cannot be read here (the
+        other policy's counterpart is no longer kept)."""
+        old = self.store if not policy else Store(LocalBackend(self.path.parent / policy))
+        directory, _, name = path.rpartition("/")
+        landed = parse_landed(directory, name)
+        if landed is None:
+            return True
+        session = path.split("/", 1)[0]
+        try:
+            ours = self.shadow.open_session(session).read(landed).records
+            theirs = old.open_session(session).read(landed).records
+        except Exception:  # not kept, or does not read: it may differ
+            return True
+        return [(r.meta, r.payload) for r in ours] != [(r.meta, r.payload) for r in theirs]
 
     def _make_session(self, session_id: str, upto: LandedName, staged: _Staged) -> Made:
         session = self.store.open_session(session_id)
         names = [name for name in session.landed() if name.seq <= upto.seq]
         made = Made()
+        generation = session.generation()
+        if generation is not None and self._reredacted(generation):
+            made.failed = (
+                generation.path,
+                "the counterpart holds a re-redacted generation of the same numbers; "
+                "it waits for the session to be repacked again",
+            )
+            return made
         missing = [name for name in names if not self.holds(name.path)]
         if not missing:
             made.ready = names
@@ -250,6 +367,14 @@ class RedactedRoot:
             offsets[raw.meta["off"]] = red.meta["off"]
             offsets[raw.meta["off"] + len(raw.payload)] = red.meta["off"] + len(red.payload)
 
+    def _reredacted(self, generation: Generation) -> bool:
+        """Whether the counterpart's generation at ``generation``'s numbers is a re-redacted
+        one rather than its mirror: then its files are not the counterparts of the root's."""
+        if not self.holds(generation.path):
+            return False
+        manifest = orjson.loads(self.read(generation.path))
+        return not isinstance(manifest, dict) or "redacted" not in manifest
+
     def _of(self, name: LandedName) -> LandedFile:
         return self.shadow.open_session(name.path.split("/", 1)[0]).read(name)
 
@@ -280,17 +405,32 @@ class RedactedRoot:
         backend = self.shadow.backend
         backend.replace_derived(redactions_path(name.path), orjson.dumps(record) + b"\n")
         header = {key: landed.header[key] for key in _KEEP_HEADER if key in landed.header}
+        if name.kind == TRANSCRIPT_KIND and isinstance(source := header.get("source"), str):
+            # The source's project folder names the user (-Users-<name>-...); its stream
+            # directory, named from the original, is said beside it for readers to check.
+            header["source"] = self._source(source)
+            if header["source"] != source:
+                header["stream_dir"] = name.path.rsplit("/", 2)[-2]
         header["redacted"] = self.fingerprint
         stamp = {key: landed.header.get(key) for key in ("at", "writer")}
-        writer = SessionWriter(
-            backend,
-            session.id,
-            batch,
-            compression=self.shadow.compression,
-            numbered=lambda: (name.seq - 1, 0),
-        )
-        writer.land(name.kind, name.path.rsplit("/", 1)[0], header, records, stamp=stamp)
+        if state.writer is None or state.next_seq != name.seq:
+            state.writer = SessionWriter(
+                backend,
+                session.id,
+                batch,
+                compression=self.shadow.compression,
+                numbered=lambda: (name.seq - 1, 0),
+            )
+        directory = name.path.rsplit("/", 1)[0]
+        written = state.writer.land(name.kind, directory, header, records, stamp=stamp)
+        state.next_seq = written.seq + 1
         return rules
+
+    def _source(self, source: str) -> str:
+        """A transcript's path under the projects directory, redacted as the rest of the
+        text is (``-Users-<name>-code-app/...``: the user's name)."""
+        within = f"/{PROJECTS}/"
+        return self.redactor.text(within + source).removeprefix(within)
 
     def _bodies(
         self, landed: LandedFile, state: _State, hits: list[dict[str, Any]]
@@ -311,6 +451,7 @@ class RedactedRoot:
                     str(meta["src"]),
                     redacted.data,
                     BodyKeys.from_dict(meta.get("keys")),
+                    json_object=redacted.json_object,
                 )
             except Repeat:
                 continue
@@ -378,6 +519,15 @@ def redacted_root(config: Config, root: Path, store: Store) -> RedactedRoot | No
 def bucket_record(path: str) -> str:
     """The archive's path of the redaction record of the landed file at ``path``."""
     return f"{BUCKET_RECORDS}/{path}.json"
+
+
+def _ordinary_dir(name: LandedName) -> str:
+    """The session's ordinary directory a landed file stands for (a generation's file: its
+    directory with the generation's taken out)."""
+    parts = name.path.split("/")[:-1]
+    if len(parts) > 1 and parse_generation_dir(parts[1]) is not None:
+        del parts[1]
+    return "/".join(parts)
 
 
 def _hits(where: str, hits: tuple[Hit, ...]) -> list[dict[str, Any]]:

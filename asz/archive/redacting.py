@@ -6,7 +6,9 @@ its redacted counterpart (``asz.archive.redacted``), made the first time it is r
 in a private directory of the reader's cache: bodies through ``Redactor.body``, transcript
 and index lines through ``Redactor.line``, each made once, however many pages read them.
 The derived state readers make from it (summaries, reports, facts) is kept there too, never
-in the root, which this backend never writes. A file that cannot be redacted does not read
+in the root, which this backend never writes. A repacked session's generation manifest reads
+as its counterpart's, which names the redacted files' digests (``RedactedRoot.mirror``), so
+a repacked session reads as its calls. A file that cannot be redacted does not read
 (an ``OSError``, which every reader reports as a file that could not be opened): nothing of
 it is shown, and never raw.
 """
@@ -33,6 +35,7 @@ from asz.store import (
     RefusesLanding,
     Store,
     TempFile,
+    parse_generation_file,
     parse_landed,
 )
 
@@ -63,18 +66,27 @@ class RedactingBackend(RefusesLanding):
         return self.source.list(directory)
 
     def _made(self, path: str) -> bool:
-        """Whether ``path`` is a landed file, made ready to read; OSError when its
+        """Whether ``path`` is a landed file or a generation's manifest, made ready to read
+        (a manifest: its counterpart, naming the redacted files); OSError when its
         counterpart cannot be made."""
         directory, _, name = path.rpartition("/")
         landed: LandedName | None = parse_landed(directory, name)
-        if landed is None:
+        manifest = "/" not in directory and parse_generation_file(name) is not None
+        if landed is None and not manifest:
             return False
         with self._lock:
+            if self.redacted.holds(path):
+                return True
+            session = path.split("/", 1)[0]
+            if landed is None:
+                generation = self.redacted.store.open_session(session).generation()
+                landed = generation.files[-1] if generation is not None else None
+            made = self.redacted.make(session, landed) if landed is not None else None
+            if made is not None and made.failed is not None:
+                why = f"could not be redacted ({made.failed[1]})"
+                raise OSError(errno.EIO, why, made.failed[0])
             if not self.redacted.holds(path):
-                made = self.redacted.make(path.split("/", 1)[0], landed)
-                if made.failed is not None:
-                    why = f"could not be redacted ({made.failed[1]})"
-                    raise OSError(errno.EIO, why, made.failed[0])
+                raise OSError(errno.ENOENT, "has no redacted counterpart", path)
         return True
 
     def read(self, path: str, limit: int) -> bytes:
@@ -86,7 +98,9 @@ class RedactingBackend(RefusesLanding):
         return self.redacted.shadow.backend.read_range(path, start, length)
 
     def exists(self, path: str) -> bool:
-        if parse_landed(*path.rpartition("/")[::2]) is not None:
+        directory, _, name = path.rpartition("/")
+        manifest = "/" not in directory and parse_generation_file(name) is not None
+        if manifest or parse_landed(directory, name) is not None:
             return self.source.exists(path)
         return self.redacted.shadow.backend.exists(path)
 

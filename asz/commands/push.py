@@ -53,6 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "the generation that replaced them is [archive] prune_after seconds old",
     )
     parser.add_argument(
+        "--reredact",
+        action="store_true",
+        help="push the sessions the archive holds under another redaction policy (or raw) "
+        "again, re-redacted under this one as a new generation beside the old objects, "
+        "which are reported for --prune, never overwritten",
+    )
+    parser.add_argument(
         "--relist",
         action="store_true",
         help="forget the local record of what was pushed and rebuild it by listing the "
@@ -95,7 +102,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
                 redacted=redacted,
             )
             with _stopped_by_signals(pusher) as signalled:
-                tally = pusher.run(dry_run=args.dry_run, relist=args.relist)
+                tally = pusher.run(dry_run=args.dry_run, relist=args.relist, reredact=args.reredact)
                 pruned = _prune(root, config, bucket) if args.prune and not args.dry_run else None
     except (PushBusy, UnsafeRoot) as err:
         print(f"asz: {err}", file=sys.stderr)
@@ -127,6 +134,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
             )
     else:
         print(push_line(tally))
+    if not args.json:
+        _say_reredacted(tally, config)
     if pruned is not None and not args.json:
         print(prune_line(pruned))
     _say_trouble(tally)
@@ -201,6 +210,20 @@ def _say_redactions(tally: PushTally) -> None:
         print(f"redacted in {session}: {said}")
 
 
+def _say_reredacted(tally: PushTally, config: Config) -> None:
+    """The sessions re-redacted, and the objects left for ``--prune``: never overwritten."""
+    for session in tally.reredacted:
+        print(f"re-redacted {session}: its files go again as a new generation beside the old")
+    if tally.replaced:
+        print(
+            f"{count(len(tally.replaced), 'object')} replaced, counted by no reader now: "
+            "`asz push --prune` removes them once their generation is [archive] prune_after "
+            f"({config.archive.prune_after:g} s) old:"
+        )
+        for key in tally.replaced:
+            print(f"  replaced: {key}")
+
+
 def _say_trouble(tally: PushTally) -> None:
     from asz.archive.push_tally import stop_line
 
@@ -225,11 +248,14 @@ def _say_trouble(tally: PushTally) -> None:
         )
     if tally.other_policy:
         sessions = sorted({path.split("/", 1)[0] for path in tally.other_policy})
+        differ = set(tally.would_differ) & set(tally.other_policy)
         print(
             f"asz: {count(len(tally.other_policy), 'file')} of {listing(sessions)} went to the "
-            "archive under another redaction policy (or raw) and may differ under this one; "
-            "nothing more of those sessions is pushed:",
+            f"archive under another redaction policy (or raw); {len(differ)} "
+            "would now differ; nothing more of those sessions is pushed until "
+            "`asz push --reredact` (which adds them re-redacted beside the old objects):",
             file=sys.stderr,
         )
         for path in tally.other_policy:
-            print(f"asz:   {path}", file=sys.stderr)
+            said = "would differ" if path in differ else "the same records, another policy"
+            print(f"asz:   {path} ({said})", file=sys.stderr)

@@ -22,7 +22,7 @@ WITHHOLD_CLASSES = ("system", "tools", "instructions", "tool-results")
 (CLAUDE.md and memory content in reminder blocks), every tool result."""
 
 SETTINGS_KEYS = ("enabled", "disable", "withhold", "home_paths", "key")
-POLICY_VERSION = 1
+POLICY_VERSION = 2
 """Raised whenever a change to the code changes the bytes the same policy writes."""
 
 

@@ -56,6 +56,9 @@ class Redacted:
 
     data: bytes
     hits: tuple[Hit, ...]
+    json_object: bool = False
+    """The document parsed as a JSON object, so its redaction is one too (only strings
+    change): a caller that cuts it (``SessionBodies.take``) need not parse it again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,10 +165,14 @@ class Redactor:
             return self._as_text(raw)
         try:
             if self._structural:
-                return self._withholding(raw, parsed)
-            return self._strings(raw, parsed, cut)
+                redacted = self._withholding(raw, parsed)
+            else:
+                redacted = self._strings(raw, parsed, cut)
         except (ValueError, UnicodeError, RecursionError) as err:
             raise ScannerFailed(f"the scan stopped: {type(err).__name__}") from None
+        if isinstance(parsed, dict):
+            return Redacted(redacted.data, redacted.hits, json_object=True)
+        return redacted
 
     def _strings(self, raw: bytes, parsed: object, cut: bool) -> Redacted:
         """Each piece of the document through the kept verdicts (a body is cut into pieces,

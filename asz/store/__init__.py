@@ -72,9 +72,11 @@ from asz.store._generation import (
     MAX_MANIFEST_BYTES,
     Generation,
     GenerationError,
+    GenerationWriter,
     PreparedFile,
     decode_generation,
     publish_generation,
+    remove_unpublished,
 )
 from asz.store._held import HeldBodies
 from asz.store._layout import (
@@ -181,6 +183,7 @@ __all__ = [
     "Fresh",
     "Generation",
     "GenerationError",
+    "GenerationWriter",
     "HeldBodies",
     "IncomingBody",
     "IndexLine",
@@ -238,6 +241,7 @@ __all__ = [
     "publish_generation",
     "quiet_for",
     "redactions_path",
+    "remove_unpublished",
     "repack_lock",
     "repack_session",
     "report_path",

@@ -118,7 +118,7 @@ class Session(SessionFiles):
         the newest copy of a sidecar. TranscriptNotFound, or DamagedTranscript when what
         landed does not give them back whole."""
         problems: list[Problem] = []
-        directory = f"{transcripts_dir(self.id)}/{stream_key(path)}"
+        directory = self._stream_dir_of(path)
         parts: list[bytes] = []
         snapshot: bytes | None = None
         found = False
@@ -139,6 +139,20 @@ class Session(SessionFiles):
         if not found:
             raise TranscriptNotFound(f"session {self.id} holds no transcript {path}")
         return snapshot if snapshot is not None else b"".join(parts)
+
+    def _stream_dir_of(self, path: str) -> str:
+        """The stream directory of the source ``path``: the one named from it, or, in a
+        redacted counterpart whose sources are redacted (``LandedWindow.key``), the one whose
+        windows name it."""
+        directory = f"{transcripts_dir(self.id)}/{stream_key(path)}"
+        if self.landed_in(directory):
+            return directory
+        for other in self.stream_dirs():
+            for _name, window in self.windows(self.landed_in(other)):
+                if window.source == path:
+                    return other
+                break
+        return directory
 
     def transcript_lines(self) -> Iterator[TranscriptLine]:
         """Every landed transcript line, each once, in order within its source; sources in

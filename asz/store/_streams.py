@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from asz.store._framing import LandedFile, LandedFileError
-from asz.store._layout import TRANSCRIPT_KIND
+from asz.store._layout import TRANSCRIPT_KIND, stream_key
 
 __all__ = [
     "APPEND",
@@ -56,6 +56,10 @@ class LandedWindow:
     lines: int
     sha256: str
     payload: bytes
+    key: str = ""
+    """The name of the stream directory the window lands in: ``stream_key(source)``, or,
+    in a redacted counterpart whose source is redacted, the one its header names
+    (``stream_dir``), the original source's."""
 
     @property
     def end(self) -> int:
@@ -97,6 +101,8 @@ def windows_of(landed: LandedFile, session: str | None = None) -> list[LandedWin
         raise LandedFileError(path, "has a transcript header without stream or shape")
     if session is not None and header.get("session") != session:
         raise LandedFileError(path, f"names session {header.get('session')!r}, not {session}")
+    named = header.get("stream_dir")
+    key = named if "redacted" in header and isinstance(named, str) else stream_key(source)
     windows = []
     for record in landed.records:
         meta = record.meta
@@ -122,6 +128,7 @@ def windows_of(landed: LandedFile, session: str | None = None) -> list[LandedWin
                 lines=lines,
                 sha256=digest,
                 payload=record.payload,
+                key=key,
             )
         )
     return windows

@@ -27,7 +27,7 @@ from typing import Any
 from asz.store._bodyreader import BodyLoader
 from asz.store._derived import DerivedFile
 from asz.store._errors import Problem
-from asz.store._layout import INDEX_KIND, TRANSCRIPT_KIND, stream_key
+from asz.store._layout import INDEX_KIND, TRANSCRIPT_KIND
 from asz.store._manifest_index import MANIFESTS
 from asz.store._session import Session
 from asz.store._session_facts import FACTS
@@ -130,7 +130,7 @@ def _check_transcripts(session: Session, report: VerifyReport) -> None:
             if name.kind != TRANSCRIPT_KIND:
                 problem(f"a {name.kind} file among landed transcripts")
             source = source or window.source
-            if window.source != source or directory.rsplit("/", 1)[-1] != stream_key(source):
+            if window.source != source or directory.rsplit("/", 1)[-1] != window.key:
                 problem(f"holds {window.source}, which does not land in this dir")
             if hashlib.sha256(window.payload).hexdigest() != window.sha256:
                 problem("its bytes do not match their sha256")

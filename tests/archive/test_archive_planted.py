@@ -15,7 +15,7 @@ import zstandard
 from support.archive_roots import Machine, bucket_prefix
 from support.s3server import BUCKET, S3Server
 
-from asz.store import open_store
+from asz.store import Store, open_store
 from asz.store._framing import ZSTD_MAGIC
 from asz.synth import SynthOptions
 
@@ -30,6 +30,22 @@ def _forms(value: str) -> list[bytes]:
 
 def _holds(data: bytes, value: str) -> bool:
     return any(form in data for form in _forms(value))
+
+
+def _home_forms(store: Store) -> list[str]:
+    """Each user name a landed transcript's project folder holds (``-Users-<name>-...``), in
+    every form a home path takes."""
+    names = set()
+    for session_id in store.sessions():
+        for path in store.open_session(session_id).transcript_paths():
+            parts = path.split("/", 1)[0].split("-")
+            if len(parts) > 2 and parts[1] in ("Users", "home"):
+                names.add(parts[2])
+    return [
+        form
+        for name in sorted(names)
+        for form in (f"/Users/{name}/", f"/home/{name}/", f"-Users-{name}-", f"-home-{name}-")
+    ]
 
 
 @pytest.mark.slow
@@ -49,6 +65,9 @@ def test_no_planted_secret_is_anywhere_in_the_bucket_and_every_near_miss_is(
         for i in local.open_session(s).body_ids()
     )
     assert all(_holds(landed_text, value) for value in secrets)  # the root holds them exact
+    # The user's name in a home path, in every form it takes (a path, a project folder).
+    homes = _home_forms(local)
+    assert homes and any(_holds(landed_text, value) for value in homes)
 
     prefix = bucket_prefix(tmp_path)
     config = machine.configure(s3.endpoint, prefix, redact=True)
@@ -58,7 +77,7 @@ def test_no_planted_secret_is_anywhere_in_the_bucket_and_every_near_miss_is(
     # Every object, through boto3: as stored, and decompressed.
     objects = s3.objects(prefix + "/")
     copy = tmp_path / "copy"
-    seen = []
+    seen = [key.encode() for key in objects]
     for key, data in objects.items():
         seen.append(data)
         if data.startswith(ZSTD_MAGIC):
@@ -89,9 +108,12 @@ def test_no_planted_secret_is_anywhere_in_the_bucket_and_every_near_miss_is(
         back = tmp_path / "back" / session_id
         read("restore", session_id, "--to", str(back))
         seen += [path.read_bytes() for path in back.rglob("*") if path.is_file()]
+        seen += [str(path.relative_to(back)).encode() for path in back.rglob("*")]
     everything = b"\0".join(seen)
     left = [value for value in secrets if _holds(everything, value)]
     assert left == [], left
+    homes_left = [value for value in homes if _holds(everything, value)]
+    assert homes_left == [], homes_left
     gone = [value for value in misses if not _holds(everything, value)]
     assert gone == [], gone
     assert b"\xc2\xabredacted:" in everything  # the markers show where they were

@@ -83,6 +83,16 @@ class S3Server:
 
         return boto3.client("s3", endpoint_url=self.endpoint, **_boto_credentials())
 
+    def etags(self, prefix: str = "") -> dict[str, tuple[str, object]]:
+        """Every object under ``prefix``: key -> its ETag and time of last change, which an
+        overwrite (even with the same bytes) changes."""
+        client = self.client()
+        found = {}
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
+            for item in page.get("Contents", []):
+                found[item["Key"]] = (item["ETag"], item["LastModified"])
+        return found
+
     def objects(self, prefix: str = "") -> dict[str, bytes]:
         """Every object under ``prefix``: key -> bytes."""
         client = self.client()

@@ -7,9 +7,12 @@ home path and account ids, and the root is not written.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+from support.harness import Capture, Workspace
+from support.repacking import landed_in_passes, repack, sessions
 from support.serving import land, serving, tree
 
 from asz.synth import SynthOptions, synthesize
@@ -58,3 +61,27 @@ def _home_user(text: str) -> str:
         if at >= 0:
             return text[at + len(start) :].split("/", 1)[0]
     return ""
+
+
+@pytest.mark.slow
+def test_beyond_loopback_a_repacked_session_shows_its_calls_redacted(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path / "ws")
+    landed_in_passes(ws, Capture.make(tmp_path / "capture", seed=4, sessions=1, turns=4))
+    session = sessions(ws)[0]
+    with serving(ws.root, tmp_path / "home") as local:
+        exact = local.get(f"/sessions/{session}")
+    assert exact.status == 200
+    repacked = repack(ws, session)
+    assert repacked["sessions"][0]["state"] == "repacked", repacked
+    before = tree(ws.root)
+    env = {"ASZ_WEB_TOKEN": TOKEN, "ASZ_REDACT_KEY": KEY}
+    with serving(ws.root, tmp_path / "home", "--listen", "0.0.0.0:0", env=env) as served:
+        shown = served.get(f"/sessions/{session}", {"Authorization": f"Bearer {TOKEN}"})
+    assert shown.status == 200, shown.text
+    assert 'class="problems"' not in shown.text, shown.text
+    calls = re.search(r'<dd id="calls">([^<]*)</dd>', shown.text)
+    assert calls is not None and calls.group(1) == re.search(
+        r'<dd id="calls">([^<]*)</dd>', exact.text
+    ).group(1)
+    assert "«redacted:" in shown.text
+    assert tree(ws.root) == before

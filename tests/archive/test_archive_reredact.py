@@ -1,0 +1,236 @@
+"""A redaction policy changed after a push, and repacked sessions pushed redacted, against a real
+S3-protocol server through the real ``asz push``.
+
+The archive is create-only: what a new policy makes of the files that went under the old one
+goes beside them, as a generation whose manifest (naming the redacted files' digests) is
+created last; every reader of the bucket then counts it and shows the new markers, and the
+old objects are reported for ``--prune``, never overwritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import random
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from support.archive_roots import Machine, bucket_prefix
+from support.harness import Capture, Workspace, apply_write, asz_command, plan_writes
+from support.repacking import landed_in_passes, repack, sessions, without_refs
+from support.s3server import BUCKET, CREDENTIALS, S3Server, archive_config, proxied
+
+from asz.archive.bucket import FOLLOWS
+from asz.store import open_store
+from asz.synth import SynthOptions
+
+KEY = "a team's redaction key, long enough"
+WITHHELD = "«withheld:tools:"
+
+
+def _with_policy(config: Path, *lines: str) -> Path:
+    """``config`` with a ``[redact]`` table of ``lines`` (the default policy otherwise)."""
+    config.write_text(config.read_text() + "[redact]\n" + "\n".join(lines) + "\n")
+    return config
+
+
+def _asz(machine: Machine, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return machine.asz_env({**machine.env(), "ASZ_REDACT_KEY": KEY}, *args)
+
+
+def _push(machine: Machine, config: Path, *args: str) -> tuple[int, Any, str]:
+    done = _asz(
+        machine, "push", "--root", str(machine.root), "--config", str(config), "--json", *args
+    )
+    return done.returncode, json.loads(done.stdout), done.stderr.decode()
+
+
+def _over(machine: Machine, config: Path, prefix: str, *args: str) -> bytes:
+    done = _asz(machine, *args, "--root", f"s3://{BUCKET}/{prefix}", "--config", str(config))
+    assert done.returncode == 0, (args, done.stdout, done.stderr)
+    return done.stdout
+
+
+def _without_project(report: object) -> object:
+    if isinstance(report, dict):
+        return {k: _without_project(v) for k, v in report.items() if k != "project"}
+    if isinstance(report, list):
+        return [_without_project(v) for v in report]
+    return report
+
+
+@pytest.mark.slow
+def test_a_policy_change_holds_the_session_until_reredact_adds_it_beside_the_old(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    machine = Machine(tmp_path / "m")
+    expected = machine.land(SynthOptions(sessions=2, turns=3, index=True))
+    requests = {b["session"]: b["id"] for b in expected["bodies"] if b["id"].endswith(".request")}
+    prefix = bucket_prefix(tmp_path)
+    store = machine.store()
+    landed = sorted(n.path for s in store.sessions() for n in store.open_session(s).landed())
+    # One endpoint throughout (the push record belongs to one), seen through a proxy.
+    with proxied(s3) as proxy:
+        first = archive_config(tmp_path / "first.toml", proxy.endpoint, prefix, redact=True)
+        code, pushed, err = _push(machine, first)
+        assert code == 0 and pushed["complete"], err
+        before = s3.etags(prefix + "/")
+        old_bytes = s3.objects(prefix + "/")
+
+        # The policy now withholds the tool schemas: every request body would differ.
+        config = _with_policy(
+            archive_config(
+                tmp_path / "second.toml", proxy.endpoint, prefix, redact=True, prune_after=0.0
+            ),
+            'withhold = ["tools"]',
+        )
+        code, held, err = _push(machine, config)
+        assert code == 1 and held["files"] == 0 and held["reredacted"] == []
+        assert held["other_policy"] == landed
+        bodies = {p for p in landed if "/provider_body/" in p}
+        assert bodies and bodies <= set(held["would_differ"])
+        assert "would now differ" in err and "asz push --reredact" in err
+        for path in held["would_differ"]:
+            assert f"{path} (would differ)" in err
+        assert s3.etags(prefix + "/") == before  # nothing sent, nothing overwritten
+
+        # --reredact: each session goes again as a generation beside the old objects.
+        seen = len(proxy.seen)
+        code, again, err = _push(machine, config, "--reredact")
+        assert code == 0 and again["complete"], (again, err)
+        puts = [s.key for s in proxy.seen[seen:] if s.method == "PUT" and s.status == 200]
+        assert sorted(again["reredacted"]) == sorted(store.sessions())
+        assert not set(puts) & set(before)  # no old key was written to
+        after = s3.etags(prefix + "/")
+        assert {key: after[key] for key in before} == before  # every old object as it was
+        held_now = s3.objects(prefix + "/")
+        assert all(held_now[key] == data for key, data in old_bytes.items())
+        assert sorted(again["replaced"]) == sorted(f"{prefix}/{p}" for p in landed)
+        for session in store.sessions():
+            manifest = next(
+                key for key in held_now if key.startswith(f"{prefix}/{session}/generation-")
+            )
+            files = orjson.loads(held_now[manifest])["files"]
+            for item in files:  # the manifest names the redacted objects' digests, and came last
+                data = held_now[f"{prefix}/{item['path']}"]
+                assert hashlib.sha256(data).hexdigest() == item["sha256"]
+                assert puts.index(f"{prefix}/{item['path']}") < puts.index(manifest)
+
+        # Every reader of the bucket counts the new generation: the new markers, verify passes,
+        # the cache report is the local one.
+        direct = _with_policy(
+            archive_config(tmp_path / "reader.toml", s3.endpoint, prefix, redact=True),
+            'withhold = ["tools"]',
+        )
+        verified = json.loads(_over(machine, direct, prefix, "verify", "--json"))
+        assert verified["problems"] == [], verified
+        remote = json.loads(_over(machine, direct, prefix, "cache", "--json"))
+        local = json.loads(_asz(machine, "cache", "--json", "--root", str(machine.root)).stdout)
+        assert _without_project(remote) == _without_project(local)
+        for session in store.sessions():
+            body = _over(machine, direct, prefix, "body", session, requests[session]).decode()
+            assert WITHHELD in body and "«redacted:" in body
+        code, quiet, err = _push(machine, config)
+        assert code == 0 and quiet["files"] == 0 and quiet["other_policy"] == [], err
+
+        # What the generations replaced leaves with --prune, and the readers still read it whole.
+        code, pruned, err = _push(machine, config, "--prune")
+        assert code == 0 and pruned["pruned"]["objects"] == len(landed), (pruned["pruned"], err)
+        left = set(s3.objects(prefix + "/"))
+        assert not {f"{prefix}/{p}" for p in landed} & left
+        assert json.loads(_over(machine, direct, prefix, "verify", "--json"))["problems"] == []
+        session = store.sessions()[0]
+        body = _over(machine, direct, prefix, "body", session, requests[session]).decode()
+        assert WITHHELD in body
+
+
+def _run(ws: Workspace, *args: str, root: str) -> subprocess.CompletedProcess[bytes]:
+    env = ws.env({**CREDENTIALS, "XDG_CACHE_HOME": str(ws.base / "cache"), "ASZ_REDACT_KEY": KEY})
+    return subprocess.run(
+        [*asz_command(), *args, "--root", root], env=env, capture_output=True, check=False
+    )
+
+
+def _json(ws: Workspace, *args: str, root: str) -> Any:
+    done = _run(ws, *args, "--json", root=root)
+    assert done.returncode == 0, done.stderr.decode()
+    return orjson.loads(done.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pushed_before", [True, False])
+def test_a_repacked_session_goes_redacted_as_its_generation(
+    s3: S3Server, tmp_path: Path, pushed_before: bool
+) -> None:
+    ws = Workspace(tmp_path)
+    landed_in_passes(ws, Capture.make(tmp_path / "capture", seed=7, sessions=2, turns=4))
+    prefix = bucket_prefix(tmp_path)
+    config = archive_config(tmp_path / "asz.toml", s3.endpoint, prefix, redact=True)
+    if pushed_before:
+        assert _json(ws, "push", "--config", str(config), root=str(ws.root))["complete"]
+    before = s3.etags(prefix + "/")
+    repack(ws, *sessions(ws))
+    pushed = _json(ws, "push", "--config", str(config), root=str(ws.root))
+    assert pushed["complete"] and "generations_kept" not in pushed, pushed
+    assert {key: s3.etags(prefix + "/")[key] for key in before} == before
+    held = s3.objects(prefix + "/")
+    store = open_store(ws.root)
+    replaced = []
+    for session in sessions(ws):
+        generation = store.session(session).generation()
+        assert generation is not None
+        manifest = orjson.loads(held[f"{prefix}/{generation.path}"])
+        assert manifest["redacted"] == pushed["policy"]
+        for item in manifest["files"]:
+            data = held[f"{prefix}/{item['path']}"]
+            assert hashlib.sha256(data).hexdigest() == item["sha256"] and len(data) == item["size"]
+            assert data != (ws.root / item["path"]).read_bytes()  # redacted, not the landed file
+        replaced += [key for key in before if key.startswith(f"{prefix}/{session}/")]
+    assert sorted(pushed["replaced"]) == sorted(replaced)
+    assert bool(replaced) == pushed_before
+    bucket = f"s3://{BUCKET}/{prefix}"
+    verified = _json(ws, "verify", "--config", str(config), root=bucket)
+    assert verified["problems"] == []
+    local_cache = _json(ws, "cache", root=str(ws.root))
+    assert _without_project(_json(ws, "cache", "--config", str(config), root=bucket)) == (
+        _without_project(local_cache)
+    )
+    for session in sessions(ws):
+        view = _json(ws, "view", session, "--config", str(config), root=bucket)
+        local = _json(ws, "view", session, root=str(ws.root))
+        assert len(view["calls"]) == len(local["calls"]) > 0
+        assert "«redacted:" in orjson.dumps(without_refs(view)).decode()
+    again = _json(ws, "push", "--config", str(config), root=str(ws.root))
+    assert again["files"] == 0 and again["complete"]
+
+
+@pytest.mark.slow
+def test_each_redacted_file_pushed_in_parts_names_the_one_before_it(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    ws = Workspace(tmp_path)
+    capture = Capture.make(tmp_path / "capture", seed=8, sessions=1, turns=4)
+    writes = plan_writes(capture.dir, random.Random(3))
+    prefix = bucket_prefix(tmp_path)
+    config = archive_config(tmp_path / "asz.toml", s3.endpoint, prefix, redact=True)
+    half = len(writes) // 2
+    for part in (writes[:half], writes[half:]):  # two pushes, each of what landed since
+        for write in part:
+            apply_write(ws.claude, write)
+        assert ws.collect_once()[0] == 0
+        assert _json(ws, "push", "--config", str(config), root=str(ws.root))["complete"]
+    client = s3.client()
+    session = sessions(ws)[0]
+    keys = sorted(
+        (int(key.rsplit("-", 1)[1].split(".")[0]), key)
+        for key in s3.objects(f"{prefix}/{session}/")
+    )
+    assert len(keys) > 2
+    for (seq, key), (_next, later) in itertools.pairwise(keys):
+        data = client.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+        said = client.head_object(Bucket=BUCKET, Key=later)["Metadata"].get(FOLLOWS)
+        assert said == f"{seq}:{hashlib.sha256(data).hexdigest()}", later
