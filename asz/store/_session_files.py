@@ -25,7 +25,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from asz.bodykeys import BodyKeys
 from asz.progress import Progress, Silent
-from asz.store._backend import Backend, size_of
+from asz.store._backend import Backend
 from asz.store._derived import Kept, landed_mark, mark_of, stamp_of
 from asz.store._errors import (
     Problem,
@@ -341,7 +341,16 @@ class SessionFiles:
 
     def landed_bytes(self, kind: str | None = None) -> int:
         """The bytes on disk of the session's landed files of ``kind`` (every kind when None)."""
-        return sum(size_of(self.backend, name.path) for name in self.landed(kind))
+        return sum(self.size(name) for name in self.landed(kind))
+
+    def size(self, name: LandedName) -> int:
+        """A landed file's size; 0 when it is gone since it was listed (reading it is what
+        says so), unless a repack moved the session and the read starts again."""
+        try:
+            return self.backend.size(name.path)
+        except FileNotFoundError:
+            self._gone()
+            return 0
 
     def read(self, name: LandedName) -> LandedFile:
         """One landed file, checked whole; LandedFileError when it does not hold."""

@@ -121,5 +121,5 @@ def _make(session: SessionFiles, landed: list[LandedName]) -> SessionSummary:
         calls=len(facts.calls),
         bodies=len(manifests),
         transcript_lines=facts.lines,
-        landed_bytes=sum(session.backend.size(name.path) for name in landed),
+        landed_bytes=sum(session.size(name) for name in landed),
     )
