@@ -45,7 +45,14 @@ from asz.archive.redacted import RedactedRoot, bucket_record
 from asz.archive.retry import Halted
 from asz.archive.workers import Workers
 from asz.locations import ArchiveUrl
-from asz.store import MAX_CONTENT_BYTES, PUSH_LOCK_FILE, LandedName, Store, state_lock
+from asz.store import (
+    MAX_CONTENT_BYTES,
+    PUSH_LOCK_FILE,
+    LandedName,
+    Store,
+    extent_path,
+    state_lock,
+)
 
 __all__ = [
     "GRACE",
@@ -180,6 +187,7 @@ class Pusher:
             known = self._known(workers, record, going, tally, relist)
             owned = self._claim(workers, record, going, tally)
             mine = [item for item in going if item.session in owned]
+            mine = self._extents(workers, mine, tally)
             self._files(workers, record, mine, known, tally)
             self._manifests(record, tally)
         except Halted:
@@ -251,6 +259,7 @@ class Pusher:
                 claim = claim_for(self.store, item.session) or b""
                 objects.append((claim_path(item.session), len(claim)))
         for item in todo:
+            objects.append((extent_path(item.session, _reach(item)), 0))
             for name in item.names:
                 objects.append((name.path, self._size(name.path)))
                 if self.redacted is not None:
@@ -363,6 +372,25 @@ class Pusher:
                 owned.add(session)
         return owned
 
+    def _extents(
+        self, workers: Workers[Any, Any], todo: list[_Todo], tally: PushTally
+    ) -> list[_Todo]:
+        """Before a session's files go, an ``extent-<n>`` object says how far they reach
+        (``asz.store.parse_extent``): a reader that finds fewer says the session is
+        incomplete, never a shorter whole. A session whose extent was not created sends
+        nothing this time."""
+        reach = {item.session: _reach(item) for item in todo}
+        for session, top in reach.items():
+            create = partial(self.bucket.create, extent_path(session, top), b"", known=None)
+            workers.submit(session, create)
+        made = set()
+        for session, result in workers.finished(GRACE):
+            if isinstance(result, BaseException):
+                self._failed(tally, self.url.key(extent_path(session, reach[session])), result)
+            else:
+                made.add(session)
+        return [item for item in todo if item.session in made]
+
     def _claim_one(self, item: _Todo) -> Created:
         claim = claim_for(self.store, item.session)
         if claim is None:
@@ -455,3 +483,8 @@ class Pusher:
         if isinstance(err, Halted) or self.bucket.link.halted:
             return
         tally.errors.append(f"{key}: {understand(err).said}")
+
+
+def _reach(item: _Todo) -> int:
+    """The highest number of the session's files this push sends."""
+    return max(name.seq for name in item.names)

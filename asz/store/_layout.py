@@ -18,6 +18,7 @@ __all__ = [
     "BODY_KIND",
     "CURSOR_FILE",
     "EXPORT_LOCK_FILE",
+    "EXTENT_PREFIX",
     "FACTS_FILE",
     "GENERATION_DIR_PREFIX",
     "GENERATION_FILE_PREFIX",
@@ -44,6 +45,7 @@ __all__ = [
     "LandedName",
     "NotASession",
     "bodies_dir",
+    "extent_path",
     "facts_path",
     "generation_dir",
     "generation_file",
@@ -51,6 +53,7 @@ __all__ = [
     "landed_name",
     "manifests_path",
     "ordinary_path",
+    "parse_extent",
     "parse_generation_dir",
     "parse_generation_file",
     "parse_landed",
@@ -72,6 +75,10 @@ KINDS = (BODY_KIND, INDEX_KIND, TRANSCRIPT_KIND)
 TRANSCRIPTS_DIR = "transcripts"
 STREAM_PREFIX = "s-"
 SEQ_FILE = "seq"
+EXTENT_PREFIX = "extent-"
+"""In a bucket only: ``<session>/extent-<n>``, an empty object a push creates before it sends
+the session's files up to number ``n``, so a reader of a session whose newest files are not
+there yet reads it as incomplete, as the local ``seq`` file makes a local reader do."""
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "cache.json"
 MANIFESTS_FILE = "manifests.json"
@@ -156,6 +163,16 @@ def stream_dir(session: str, relpath: str) -> str:
 
 def seq_file(session: str) -> str:
     return f"{session_dir(session)}/{SEQ_FILE}"
+
+
+def extent_path(session: str, seq: int) -> str:
+    return f"{session_dir(session)}/{EXTENT_PREFIX}{seq:08d}"
+
+
+def parse_extent(name: str) -> int | None:
+    """The number an ``extent-<n>`` object's name promises, or None for any other name."""
+    digits = name.removeprefix(EXTENT_PREFIX)
+    return int(digits) if digits != name and digits.isdigit() else None
 
 
 def summary_path(session: str) -> str:
