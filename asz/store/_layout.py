@@ -37,6 +37,7 @@ __all__ = [
     "REPORT_FILE",
     "ROOT_ID_FILE",
     "SEQ_FILE",
+    "SESSION_LIST_FILE",
     "STATE_DIR",
     "STREAM_PREFIX",
     "SUMMARY_FILE",
@@ -103,6 +104,10 @@ ANALYTICS_DIR = "analytics"
 """Under ``_state``: ``<target digest>.json``, what was written to each analytics target."""
 ANALYTICS_LOCK_FILE = "analytics.lock"
 """Under ``_state``: one analytics writer from a root at a time."""
+SESSION_LIST_FILE = "session-list.json"
+"""Under ``_state``, only where a root's derived state lives apart from it (an archive's
+local cache): the web server's session list as it last made it, which its next start
+answers with while it makes the list afresh (``asz.web.library``)."""
 REDACT_KEY_FILE = "redact.key"
 """Under ``_state``: the redaction key made for a root that was given none (``asz.redact``)."""
 REDACTED_DIR = "redacted"
