@@ -208,25 +208,26 @@ def test_prune_leaves_each_session_its_highest_extent_only(
     machine = Machine(tmp_path / "m")  # its own: it lands more
     expected = machine.land(SynthOptions(sessions=1))
     session = expected["sessions"][0]["id"]
-    config = machine.configure(s3.endpoint, prefix, prune_after=0.0)
+    config = machine.configure(s3.endpoint, prefix)
     assert machine.push(config).returncode == 0
     machine.say(session, "one more prompt")
     assert machine.push(config).returncode == 0
     with proxied(s3) as proxy:
         again = machine.push(machine.configure(proxy.endpoint, prefix), "--json")
-        assert json.loads(again.stdout)["files"] == 0 and proxy.puts() == {}
+        assert json.loads(again.stdout)["files"] == 0 and proxy.sent() == {}
     highest = extent_path(session, machine.store().session(session).landed()[-1].seq)
     extents = [key for key in s3.objects(f"{prefix}/{session}/") if is_extent(key)]
     assert len(extents) == 2 and max(extents) == f"{prefix}/{highest}"
     later = machine.configure(s3.endpoint, prefix, prune_after=3600.0)
     waiting = json.loads(machine.push(later, "--prune", "--json").stdout)["pruned"]
     assert waiting["objects"] == 0 and waiting["waiting"] == 1
-    done = machine.push(config, "--prune", "--json")
+    now = machine.configure(s3.endpoint, prefix, prune_after=0.0)  # the one file, rewritten
+    done = machine.push(now, "--prune", "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["pruned"]["objects"] == 1
+    assert json.loads(done.stdout)["pruned"]["objects"] == 1, done.stdout
     left = [key for key in s3.objects(f"{prefix}/{session}/") if is_extent(key)]
     assert left == [f"{prefix}/{highest}"]
-    assert machine.read(config, prefix, "verify").returncode == 0
+    assert machine.read(now, prefix, "verify").returncode == 0
 
 
 def test_a_lost_record_is_rebuilt_by_listing_and_nothing_is_sent_again(
