@@ -5,7 +5,9 @@ create-only put (``asz.archive.bucket``); derived state (``_state/``, ``seq``, s
 facts, cursors, kept reports) never leaves the machine. What went is remembered in the push
 record (``asz.archive.record``), so a pass sends only what is new, and a push that stopped
 (a failure, a kill) resumes where it stopped. A session is claimed before its first file goes
-(``asz.archive.claims``), so a session two roots hold is reported, never merged.
+(``asz.archive.claims``), so a session two roots hold is reported, never merged; then its
+extent (``asz.store.extent_path``), so a reader of the bucket meanwhile says the session is
+incomplete rather than reading what went so far as the whole of it.
 
 Uploads run in a bounded set of threads (``asz.archive.workers``; the client releases the GIL
 while it waits); each reads its file when it starts, so memory holds at most one file per
