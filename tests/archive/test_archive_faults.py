@@ -86,11 +86,15 @@ def test_the_server_stopped_in_the_middle_of_a_push(machine: Machine, tmp_path: 
     prefix = bucket_prefix(tmp_path)
     want = landed_keys(machine.store(), prefix)
 
+    files = [0]
+
     def fault(method: str, key: str, n: int) -> str:
-        # Past the marker and the claims (a PUT each), with two workers each sending one PUT
-        # at a time: every PUT before the two in flight at the 10th has its answer.
-        if method == "PUT" and n == 10:
-            s3.stop()  # this PUT and every request after it meet no server
+        # Past the marker, the claims and the extents (a PUT each), with two workers each
+        # sending one PUT at a time: every file before the two in flight at the 5th went.
+        if method == "PUT" and is_pushed_file(key):
+            files[0] += 1
+            if files[0] == 5:
+                s3.stop()  # this PUT and every request after it meet no server
         return ""
 
     try:
