@@ -17,14 +17,19 @@ archive is complete:
 for each: the time to a complete archive, the pushes it took, and the requests sent per
 landed file (all pushes), and by the last (resumed) push per file it pushed. Then
 ``asz sessions`` and ``asz cache --json`` over the local root and over the bucket (latency
-only), with an empty local cache (cold) and again (warm).
+only), with an empty local cache (cold) and again (warm); and ``asz serve``'s first index
+page, from the start of its process, over the local root and over the bucket: with an empty
+local cache (cold), on a second start, and on a third start with the kept session list
+removed from the cache (what a second start cost before the list was kept), each with the
+requests it sent before that page was answered (``--reads`` chooses among ``sessions``,
+``cache`` and ``serve``).
 
 moto is a single-threaded Python server and answers every request itself, so the figures
 are a floor set by the server, not by the client.
 
     .venv/bin/python bench/archive.py [--sessions 70] [--turns 6] [--workers 8]
         [--latency 0.02] [--slowdown 0.3] [--gone 60] [--faults latency,slowdown,gone]
-        [--keep DIR]
+        [--reads sessions,cache,serve] [--keep DIR]
 
 It needs moto, which the test extras install (``pip install '.[test]'``).
 """
@@ -133,7 +138,10 @@ def measure_pushes(workdir: Path, root: Path, args: argparse.Namespace) -> None:
         with proxied(server, lambda method, key, n: "slow") as proxy:
             proxy.delay = args.latency
             config = configure(workdir, proxy.endpoint, "bench-latency", args.workers)
-            measure_reads(workdir, root, config, args.sessions)
+            reads = args.reads.split(",")
+            measure_reads(workdir, root, config, args.sessions, reads)
+            if "serve" in reads:
+                measure_serve(workdir, root, config, proxy, args.sessions)
     finally:
         server.stop()
 
@@ -170,12 +178,13 @@ def push_through(
         return push_until_complete(workdir, root, config, proxy)
 
 
-def measure_reads(workdir: Path, root: Path, config: Path, sessions: int) -> None:
+def measure_reads(workdir: Path, root: Path, config: Path, sessions: int, reads: list[str]) -> None:
     from support.s3server import BUCKET
 
     url = f"s3://{BUCKET}/bench-latency"
     print(f"  {'command':<24} {'local':>8} {'bucket cold':>12} {'bucket warm':>12}")
-    for args in (("sessions",), ("cache", "--json")):
+    commands = [("sessions",), ("cache", "--json")]
+    for args in (command for command in commands if command[0] in reads):
         local, local_out = asz(workdir, config, *args, "--root", str(root))
         cache = f"cache-{args[0]}"
         shutil.rmtree(workdir / cache, ignore_errors=True)
@@ -184,6 +193,72 @@ def measure_reads(workdir: Path, root: Path, config: Path, sessions: int) -> Non
         same = "same output" if cold_out == local_out else "OUTPUT DIFFERS"
         name = f"{args[0]} ({sessions})"
         print(f"  asz {name:<20} {local:7.2f}s {cold:11.2f}s {warm:11.2f}s  {same}")
+
+
+def first_page(
+    workdir: Path, config: Path, root: str, cache: str, proxy: Any
+) -> tuple[float, float, int, int]:
+    """Seconds from the start of an ``asz serve`` process to its first index page, of them
+    those from the request to the page, and the requests (all, and ``LIST``s) it sent the
+    bucket until then."""
+    import http.client
+
+    from support.s3server import CREDENTIALS
+
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(workdir / "home"),
+        "XDG_CACHE_HOME": str(workdir / cache),
+        **CREDENTIALS,
+    }
+    exe = Path(sys.executable).with_name("asz")
+    command = [str(exe), "serve", "--root", root, "--config", str(config)]
+    before = len(proxy.seen)
+    started = time.perf_counter()
+    server = subprocess.Popen(
+        [*command, "--listen", "127.0.0.1:0", "--log-format", "json"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert server.stdout is not None
+        port = json.loads(server.stdout.readline())["port"]
+        asked = time.perf_counter()
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+        connection.request("GET", "/")
+        response = connection.getresponse()
+        response.read()
+        answered = time.perf_counter()
+        assert response.status == 200, response.status
+        seen = proxy.seen[before:]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    # A listing is a GET of the bucket itself (its query names the prefix); an object's
+    # key names the prefix in its path.
+    lists = sum(1 for s in seen if s.method == "GET" and "/" not in s.key)
+    return answered - started, answered - asked, len(seen), lists
+
+
+def measure_serve(workdir: Path, root: Path, config: Path, proxy: Any, sessions: int) -> None:
+    from support.s3server import BUCKET
+
+    url = f"s3://{BUCKET}/bench-latency"
+    cache = "cache-serve"
+    shutil.rmtree(workdir / cache, ignore_errors=True)
+    print(
+        f"  asz serve, first index page ({sessions} sessions): from the process start, "
+        "and from the request"
+    )
+    local, page, _, _ = first_page(workdir, config, str(root), cache, proxy)
+    print(f"    local root                         {local:7.2f}s {page:7.2f}s")
+    for name in ("bucket, cold cache", "bucket, second start", "bucket, list not kept"):
+        if name == "bucket, list not kept":
+            for kept in (workdir / cache).rglob("session-list.json"):
+                kept.unlink()
+        took, page, sent, lists = first_page(workdir, config, url, cache, proxy)
+        print(f"    {name:<34} {took:7.2f}s {page:7.2f}s  {sent:6d} requests, {lists:5d} LISTs")
 
 
 def main() -> None:
@@ -196,6 +271,9 @@ def main() -> None:
     parser.add_argument("--gone", type=float, default=60.0, help="seconds the server is gone")
     parser.add_argument(
         "--faults", default="latency,slowdown,gone", help="which pushes to make, in order"
+    )
+    parser.add_argument(
+        "--reads", default="sessions,cache,serve", help="which readers to time over the bucket"
     )
     parser.add_argument("--keep", type=Path, help="work in this directory and keep it")
     args = parser.parse_args()

@@ -26,9 +26,11 @@ from asz.atomic import DirSyncs
 from asz.bodykeys import is_session_id
 from asz.locations import ArchiveUrl
 from asz.store import (
+    SEQ_FILE,
     Entry,
     StorageUnavailable,
     TempFile,
+    parse_extent,
     parse_generation_dir,
     parse_generation_file,
     parse_landed,
@@ -156,6 +158,9 @@ class ArchiveBackend:
 
     def read(self, path: str, limit: int) -> bytes:
         if not _landed(path):
+            session, _, name = path.partition("/")
+            if name == SEQ_FILE and is_session_id(session):
+                return self._extent(session)
             return self.cache.derived(path)
         meta = self._meta_of(path)
         if meta.size > limit:
@@ -170,6 +175,13 @@ class ArchiveBackend:
             self._follows(path, follows)
             self.cache.keep_landed(path, meta.etag, data)  # checked: not checked again
         return data
+
+    def _extent(self, session: str) -> bytes:
+        """What a session's ``seq`` file is to a reader of a bucket: the highest number a
+        push said it was sending (``extent-<n>``, created before the files), so that a
+        session whose newest files are not there reads as incomplete (``Session.gaps``)."""
+        promised = [parse_extent(entry.name) for entry in self.list(session) if not entry.is_dir]
+        return str(max((n for n in promised if n is not None), default=0)).encode()
 
     def _numbered(self, path: str) -> tuple[int, Numbered]:
         """The sequence number of ``path``, and every landed file of its family (the

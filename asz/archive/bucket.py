@@ -114,11 +114,12 @@ class Bucket:
         )
 
     def delete(self, path: str) -> None:
-        """Removes the object at ``path`` (gone already is no error). Two writers delete, and
-        only what their own root wrote: ``asz push --prune``, the objects a generation
-        replaced once its retention passed (``asz.archive.prune``), and the analytics writer,
-        the small files a compaction covers (``asz.analytics.names``). A landed file that
-        still counts is never deleted from an archive."""
+        """Removes the object at ``path`` (gone already is no error). Only what a writer's own
+        root wrote is deleted: by ``asz push --prune``, the objects a generation replaced once
+        its retention passed and the extents a higher one supersedes (``asz.archive.prune``);
+        by a push, the extent it created for a session whose first file met a conflict; by
+        the analytics writer, the small files a compaction covers (``asz.analytics.names``).
+        A landed file that still counts is never deleted from an archive."""
         self.link.run(lambda: obstore.delete(self.store, path))
 
     def list_dir(self, directory: str) -> tuple[list[str], list[Meta]]:

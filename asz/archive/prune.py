@@ -15,11 +15,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from asz.archive.bucket import Bucket
+from asz.archive.bucket import Bucket, Meta
 from asz.locations import ArchiveUrl
 from asz.store import (
     GenerationError,
     decode_generation,
+    parse_extent,
     parse_generation_dir,
     parse_generation_file,
     parse_landed,
@@ -64,6 +65,7 @@ def prune(
 
 def _prune_session(bucket: Bucket, session: str, after: float, now: float, pruned: Pruned) -> None:
     objects = {meta.path: meta for meta in bucket.list_all(session + "/")}
+    _prune_extents(bucket, objects, after, now, pruned)
     manifests = sorted(
         (number, meta)
         for meta in objects.values()
@@ -91,6 +93,31 @@ def _prune_session(bucket: Bucket, session: str, after: float, now: float, prune
             pruned.objects += 1
             pruned.bytes += item.size
         return
+
+
+def _prune_extents(
+    bucket: Bucket, objects: dict[str, Meta], after: float, now: float, pruned: Pruned
+) -> None:
+    """Removes every extent object of the session but the highest (its ``seq`` to readers),
+    once the highest has been in the bucket for ``after`` seconds, as for any object pruned."""
+    extents = [
+        (number, meta)
+        for path, meta in objects.items()
+        if path.count("/") == 1  # a session's listing: <session>/<name>
+        for number in [parse_extent(path.rsplit("/", 1)[-1])]
+        if number is not None
+    ]
+    extents.sort(key=lambda found: found[0])
+    old = [meta for _number, meta in extents[:-1]]
+    if not old:
+        return
+    highest = extents[-1][1]
+    if highest.modified is None or now - highest.modified < after:
+        pruned.waiting += len(old)
+        return
+    for item in old:
+        bucket.delete(item.path)
+        pruned.objects += 1
 
 
 def replaced_by(session: str, path: str, replaces: int) -> bool:

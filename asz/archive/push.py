@@ -5,7 +5,9 @@ create-only put (``asz.archive.bucket``); derived state (``_state/``, ``seq``, s
 facts, cursors, kept reports) never leaves the machine. What went is remembered in the push
 record (``asz.archive.record``), so a pass sends only what is new, and a push that stopped
 (a failure, a kill) resumes where it stopped. A session is claimed before its first file goes
-(``asz.archive.claims``), so a session two roots hold is reported, never merged.
+(``asz.archive.claims``), so a session two roots hold is reported, never merged; then its
+extent (``asz.store.extent_path``), so a reader of the bucket meanwhile says the session is
+incomplete rather than reading what went so far as the whole of it.
 
 Uploads run in a bounded set of threads (``asz.archive.workers``; the client releases the GIL
 while it waits); each reads its file when it starts, so memory holds at most one file per
@@ -50,7 +52,15 @@ from asz.archive.redacted import RedactedRoot, bucket_record
 from asz.archive.retry import Halted
 from asz.archive.workers import Workers
 from asz.locations import ArchiveUrl
-from asz.store import MAX_CONTENT_BYTES, PUSH_LOCK_FILE, LandedName, Store, state_lock
+from asz.store import (
+    MAX_CONTENT_BYTES,
+    PUSH_LOCK_FILE,
+    LandedName,
+    Store,
+    extent_path,
+    parse_generation_dir,
+    state_lock,
+)
 
 __all__ = [
     "GRACE",
@@ -192,7 +202,8 @@ class Pusher:
             known = self._known(workers, record, going, tally, relist)
             owned = self._claim(workers, record, going, tally)
             mine = [item for item in going if item.session in owned]
-            self._files(workers, record, mine, known, tally)
+            mine, extended = self._extents(workers, record, mine, known, tally)
+            self._files(workers, record, mine, known, tally, extended=extended)
             self._manifests(record, tally)
         except Halted:
             pass
@@ -316,6 +327,9 @@ class Pusher:
                 claim = claim_for(self.store, item.session) or b""
                 objects.append((claim_path(item.session), len(claim)))
         for item in todo:
+            extent = _extent(item)
+            if extent is not None and extent not in record.extents:
+                objects.append((extent, 0))
             for name in item.names:
                 objects.append((name.path, self._size(name.path)))
                 if self.redacted is not None:
@@ -404,14 +418,14 @@ class Pusher:
         path a stopped push was sending is looked for first (None), any other is absent. When
         relisting: one listing per session (never another root's objects); a listing that
         failed leaves its paths to be looked for one by one."""
+        paths = {item.session: _paths(item) for item in todo}
         if not relist:
             return {
-                name.path: None if name.path in record.tried else ABSENT
-                for item in todo
-                for name in item.names
+                path: None if path in record.tried else ABSENT
+                for session in paths.values()
+                for path in session
             }
-        known: dict[str, Known] = {name.path: None for item in todo for name in item.names}
-        names = {item.session: item.names for item in todo}
+        known: dict[str, Known] = {path: None for session in paths.values() for path in session}
         for item in todo:
             workers.submit(item.session, partial(self.bucket.list_all, f"{item.session}/"))
         for session, listing in workers.finished(GRACE):
@@ -419,7 +433,7 @@ class Pusher:
                 self._failed(tally, f"{self.url.key(session)}/ (listing)", listing)
                 continue
             listed = {meta.path: meta for meta in listing}
-            known.update((name.path, listed.get(name.path, ABSENT)) for name in names[session])
+            known.update((path, listed.get(path, ABSENT)) for path in paths[session])
         return known
 
     def _claim(
@@ -440,6 +454,53 @@ class Pusher:
                 owned.add(session)
         return owned
 
+    def _extents(
+        self,
+        workers: Workers[Any, Any],
+        record: PushRecord,
+        todo: list[_Todo],
+        known: dict[str, Known],
+        tally: PushTally,
+    ) -> tuple[list[_Todo], dict[str, str]]:
+        """Before a session's files go, an ``extent-<n>`` object says how far they reach
+        (``asz.store.parse_extent``): a reader that finds fewer says the session is
+        incomplete, never a shorter whole. A session whose extent was not created sends
+        nothing this time; one whose extent is in the bucket already (the record says so)
+        sends no request for it. What goes, and the extents this push created, by session."""
+        going = {item.session: item for item in todo}
+        extents = {item.session: _extent(item) for item in todo}
+        for session, path in extents.items():
+            if path is not None and path not in record.extents:
+                create = partial(
+                    self.bucket.create, path, b"", known.get(path), sending=record.sending
+                )
+                workers.submit(session, create)
+            else:
+                extents[session] = None
+        created = {}
+        for session, result in workers.finished(GRACE):
+            path = extents[session]
+            assert path is not None
+            if isinstance(result, BaseException):
+                self._failed(tally, self.url.key(path), result)
+                del going[session]
+                continue
+            record.extended(path)
+            if result is Created.CREATED:
+                created[session] = path
+        return list(going.values()), created
+
+    def _take_back(self, record: PushRecord, path: str, tally: PushTally) -> None:
+        """Removes the extent this push created for a session whose first file to go met
+        another root's there (a diverged copy): nothing of this root's follows it, and its
+        promise would have readers wait for files this root will never send."""
+        try:
+            self.bucket.delete(path)
+        except Exception as err:
+            self._failed(tally, self.url.key(path), err)
+            return
+        record.unextended(path)
+
     def _claim_one(self, item: _Todo) -> Created:
         claim = claim_for(self.store, item.session)
         if claim is None:
@@ -454,12 +515,15 @@ class Pusher:
         todo: list[_Todo],
         known: dict[str, Known],
         tally: PushTally,
+        *,
+        extended: dict[str, str],
     ) -> None:
         """Each session's files in sequence order, one at a time until the first one this
         push creates, then all at once. A copy of the root that diverged from the one that
         pushed (the same session, other files from some sequence number on) meets its first
         file of another root's there as a conflict, and sends nothing after it: a session
-        in the bucket never continues one root's sequence with another's files."""
+        in the bucket never continues one root's sequence with another's files, and the
+        extent this push created for it (``extended``) is taken back."""
         left = {item.session: deque(item.names) for item in todo}
         before = {path: name for item in todo for path, name in item.before.items()}
         serial = set(left)
@@ -481,6 +545,8 @@ class Pusher:
             if result is Created.OTHER:
                 tally.conflicts.append(self.url.key(path))
                 left[session].clear()
+                if session in serial and session in extended:
+                    self._take_back(record, extended[session], tally)
                 continue
             record.pushed(path, size, tally.policy)
             if self.progress is not None:
@@ -543,3 +609,22 @@ class Pusher:
         if isinstance(err, Halted) or self.bucket.link.halted:
             return
         tally.errors.append(f"{key}: {understand(err).said}")
+
+
+def _extent(item: _Todo) -> str | None:
+    """The extent object that goes before the session's files: it names the highest number
+    of the session's ordinary files this push sends. None when it sends only a generation's
+    files, whose manifest, pushed last, is what makes them count."""
+    ordinary = [name.seq for name in item.names if not _in_generation(name)]
+    return extent_path(item.session, max(ordinary)) if ordinary else None
+
+
+def _in_generation(name: LandedName) -> bool:
+    parts = name.path.split("/")
+    return len(parts) > 3 and parse_generation_dir(parts[1]) is not None
+
+
+def _paths(item: _Todo) -> list[str]:
+    """What a push looks for or sends of the session: its extent and its files."""
+    extent = _extent(item)
+    return [*([extent] if extent is not None else []), *(name.path for name in item.names)]

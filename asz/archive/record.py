@@ -9,6 +9,8 @@
                                   in the bucket with this root's bytes (N of them), redacted
                                   under the policy of that fingerprint (no "p": raw)
     {"claim": "<session>"}        the session's claim in the bucket is this root's
+    {"extent": "<path>"}          a session's extent object is in the bucket
+    {"unextent": "<path>"}        ... and was taken back (its session met a conflict)
 
 The record belongs to one bucket, not to its name: it names the endpoint as well as the
 bucket and prefix (the same name at another endpoint is another bucket), and a marker object
@@ -64,6 +66,8 @@ class PushRecord:
         """The fingerprint of the redaction policy each done path went under ("": raw)."""
         self.tried: set[str] = set()
         self.claimed: set[str] = set()
+        self.extents: set[str] = set()
+        """The sessions' extent objects (``asz.store.extent_path``) in the bucket."""
         self.rebuilt = False
         """True when the journal must be started afresh (lost, or another bucket's)."""
         self._lock = threading.Lock()
@@ -111,7 +115,11 @@ class PushRecord:
                 self.tried.update(p for p in entry["try"] if isinstance(p, str))
             elif isinstance(entry.get("claim"), str):
                 self.claimed.add(entry["claim"])
-        self.tried -= self.done.keys()
+            elif isinstance(entry.get("extent"), str):
+                self.extents.add(entry["extent"])
+            elif isinstance(entry.get("unextent"), str):
+                self.extents.discard(entry["unextent"])
+        self.tried -= self.done.keys() | self.extents
         return True
 
     def start(self, marker: str) -> None:
@@ -121,6 +129,7 @@ class PushRecord:
         self.policy.clear()
         self.tried.clear()
         self.claimed.clear()
+        self.extents.clear()
         self.marker = marker
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
@@ -148,3 +157,14 @@ class PushRecord:
     def claim(self, session: str) -> None:
         self.claimed.add(session)
         self._append({"claim": session})
+
+    def extended(self, path: str) -> None:
+        """The extent object at ``path`` is in the bucket: no later push sends it again."""
+        self.extents.add(path)
+        self.tried.discard(path)
+        self._append({"extent": path})
+
+    def unextended(self, path: str) -> None:
+        """The extent object at ``path`` was removed from the bucket again."""
+        self.extents.discard(path)
+        self._append({"unextent": path})

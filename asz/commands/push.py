@@ -117,7 +117,14 @@ def run(args: argparse.Namespace, config: Config) -> int:
         for path, length in tally.would_push:
             print(f"{size(length):>10}  {path}")
         total = sum(length for _path, length in tally.would_push)
-        files = sum(1 for path, _length in tally.would_push if not path.startswith("_"))
+        from asz.store import parse_extent
+
+        # What stands for a landed file: not the archive's own objects, nor an extent.
+        files = sum(
+            1
+            for path, _length in tally.would_push
+            if not path.startswith("_") and parse_extent(path.rsplit("/", 1)[-1]) is None
+        )
         print(
             f"would push {count(files, 'landed file')} and create "
             f"{count(len(tally.would_push), 'object')} ({size(total)}) in {tally.archive}"

@@ -18,6 +18,7 @@ __all__ = [
     "BODY_KIND",
     "CURSOR_FILE",
     "EXPORT_LOCK_FILE",
+    "EXTENT_PREFIX",
     "FACTS_FILE",
     "GENERATION_DIR_PREFIX",
     "GENERATION_FILE_PREFIX",
@@ -36,6 +37,7 @@ __all__ = [
     "REPORT_FILE",
     "ROOT_ID_FILE",
     "SEQ_FILE",
+    "SESSION_LIST_FILE",
     "STATE_DIR",
     "STREAM_PREFIX",
     "SUMMARY_FILE",
@@ -44,6 +46,7 @@ __all__ = [
     "LandedName",
     "NotASession",
     "bodies_dir",
+    "extent_path",
     "facts_path",
     "generation_dir",
     "generation_file",
@@ -51,6 +54,7 @@ __all__ = [
     "landed_name",
     "manifests_path",
     "ordinary_path",
+    "parse_extent",
     "parse_generation_dir",
     "parse_generation_file",
     "parse_landed",
@@ -72,6 +76,10 @@ KINDS = (BODY_KIND, INDEX_KIND, TRANSCRIPT_KIND)
 TRANSCRIPTS_DIR = "transcripts"
 STREAM_PREFIX = "s-"
 SEQ_FILE = "seq"
+EXTENT_PREFIX = "extent-"
+"""In a bucket only: ``<session>/extent-<n>``, an empty object a push creates before it sends
+the session's files up to number ``n``, so a reader of a session whose newest files are not
+there yet reads it as incomplete, as the local ``seq`` file makes a local reader do."""
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "cache.json"
 MANIFESTS_FILE = "manifests.json"
@@ -96,6 +104,10 @@ ANALYTICS_DIR = "analytics"
 """Under ``_state``: ``<target digest>.json``, what was written to each analytics target."""
 ANALYTICS_LOCK_FILE = "analytics.lock"
 """Under ``_state``: one analytics writer from a root at a time."""
+SESSION_LIST_FILE = "session-list.json"
+"""Under ``_state``, only where a root's derived state lives apart from it (an archive's
+local cache): the web server's session list as it last made it, which its next start
+answers with while it makes the list afresh (``asz.web.library``)."""
 REDACT_KEY_FILE = "redact.key"
 """Under ``_state``: the redaction key made for a root that was given none (``asz.redact``)."""
 REDACTED_DIR = "redacted"
@@ -156,6 +168,16 @@ def stream_dir(session: str, relpath: str) -> str:
 
 def seq_file(session: str) -> str:
     return f"{session_dir(session)}/{SEQ_FILE}"
+
+
+def extent_path(session: str, seq: int) -> str:
+    return f"{session_dir(session)}/{EXTENT_PREFIX}{seq:08d}"
+
+
+def parse_extent(name: str) -> int | None:
+    """The number an ``extent-<n>`` object's name promises, or None for any other name."""
+    digits = name.removeprefix(EXTENT_PREFIX)
+    return int(digits) if digits != name and digits.isdigit() else None
 
 
 def summary_path(session: str) -> str:

@@ -9,7 +9,11 @@ derived files by the session's landed mark (``Session.landed_mark``, a listing o
 directories): while the mark holds, the copy is the answer. The small results (summaries,
 report totals, prompt text) are kept for every session; the large ones (a view, a report)
 for the few sessions looked at last, so memory stays bounded however large the root is.
-Those few sessions' ``Session`` objects are kept too, with what they hold of their bodies: a
+Where the root's derived state lives apart from it (an archive read through its local cache,
+``Backend.derived_apart``), the session list is kept there too (``SESSION_LIST_FILE``): a
+second start answers its first list from it at once, with no request per session, and makes
+the list afresh behind it; every list after that is the fresh one. Those few sessions'
+``Session`` objects are kept too, with what they hold of their bodies: a
 call page rebuilds its request through the records landed before it, and a session opened
 afresh for each page did that walk from the start every time (a second for a long
 session's last call). A kept session is used by one page at a time (its own lock), since its
@@ -28,8 +32,19 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
+import orjson
+
 from asz.bodykeys import is_session_id
-from asz.store import BodyNotFound, CodecError, Session, SessionSummary, Store, UnknownSession
+from asz.store import (
+    SESSION_LIST_FILE,
+    STATE_DIR,
+    BodyNotFound,
+    CodecError,
+    Session,
+    SessionSummary,
+    Store,
+    UnknownSession,
+)
 from asz.view import build_view
 from asz.view.kept import session_report
 from asz.view.prices import PriceTable
@@ -44,6 +59,8 @@ LARGE_KEPT = 4
 LARGE_KINDS = ("view", "report", "timeline")
 
 T = TypeVar("T")
+_LIST_PATH = f"{STATE_DIR}/{SESSION_LIST_FILE}"
+_LIST_FORMAT = "asz.session-list/1"
 
 
 class Missing(LookupError):
@@ -97,6 +114,10 @@ class Library:
         self._small: dict[tuple[str, str], tuple[str, Any]] = {}
         self._large: OrderedDict[tuple[str, str], tuple[str, Any]] = OrderedDict()
         self._opened: OrderedDict[str, _Opened] = OrderedDict()
+        self._fresh = False
+        """Whether this process made the list once: until then, the kept one may answer."""
+        self._making: threading.Thread | None = None
+        self._kept_list = b""
 
     def session(self, session_id: str) -> Session:
         """The landed session, the kept one while its landed files are the same; Missing for
@@ -132,7 +153,71 @@ class Library:
 
     def listed(self) -> list[Listed]:
         """Every landed session, as the list shows it (in no particular order): its summary
-        and totals from the analytics tables where they hold for it, else from the root."""
+        and totals from the analytics tables where they hold for it, else from the root. On a
+        start over a root whose derived state lives apart, the list as last made, when kept,
+        while a fresh one is made behind it."""
+        if not self._fresh and self.store.backend.derived_apart:
+            kept = self._read_list()
+            if kept is not None:
+                self._make_behind()
+                return kept
+        return self._listed()
+
+    def _make_behind(self) -> None:
+        with self._lock:
+            if self._making is not None:
+                return
+            self._making = threading.Thread(target=self._remake, daemon=True, name="list")
+        self._making.start()
+
+    def _remake(self) -> None:
+        """The list made afresh behind the kept one; a failure leaves the next list to try
+        again (the pages answer with the kept one meanwhile)."""
+        try:
+            self._listed()
+        finally:
+            with self._lock:
+                self._making = None
+
+    def _read_list(self) -> list[Listed] | None:
+        """The list last kept, or None when there is none that reads."""
+        try:
+            data = self.store.backend.read(_LIST_PATH, 1 << 30)
+            kept = orjson.loads(data)
+            if kept["format"] != _LIST_FORMAT:
+                return None
+            found = [
+                Listed(
+                    SessionSummary.from_dict(entry["summary"]),
+                    entry["totals"],
+                    [
+                        Prompt(text, text.lower(), time, said)
+                        for text, time, said in entry["prompts"]
+                    ],
+                )
+                for entry in kept["sessions"]
+            ]
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+        self._kept_list = data
+        return found
+
+    def _keep_list(self, found: list[Listed]) -> None:
+        """Keeps the list where derived state lives apart from the root, when it changed."""
+        entries = [
+            {
+                "summary": entry.summary.as_dict(),
+                "totals": entry.totals,
+                "prompts": [[p.text, p.time, p.message_id] for p in entry.prompts],
+            }
+            for entry in sorted(found, key=lambda entry: entry.summary.id)
+        ]
+        data = orjson.dumps({"format": _LIST_FORMAT, "sessions": entries})
+        if data != self._kept_list:
+            self.store.backend.replace_derived(_LIST_PATH, data)
+            self._kept_list = data
+
+    def _listed(self) -> list[Listed]:
         found = []
         ids = self.store.sessions()
         facts = self.tables(ids) if self.tables is not None else None
@@ -154,6 +239,9 @@ class Library:
                     ),
                 )
             )
+        if self.store.backend.derived_apart:
+            self._keep_list(found)
+        self._fresh = True
         return found
 
     def summary(self, session: Session, mark: str | None = None) -> SessionSummary:

@@ -14,12 +14,13 @@ from pathlib import Path
 import orjson
 import pytest
 from support.api_example import run_example
-from support.archive_roots import Machine, bucket_prefix, landed_keys
+from support.archive_roots import Machine, bucket_prefix, is_extent, landed_keys, pushed_files
+from support.harness import wait_for
 from support.s3server import BUCKET, S3Server, another_server, proxied
 from support.serving import serving
 
 from asz.archive import open_root
-from asz.store import StoreError, open_store
+from asz.store import StoreError, extent_path, open_store
 from asz.synth import SynthOptions
 
 pytestmark = pytest.mark.slow
@@ -57,7 +58,7 @@ def test_push_sends_every_landed_file_once_and_nothing_derived(
         assert json.loads(again.stdout)["files"] == 0
         puts = proxy.puts()
     held = s3.objects(prefix + "/")
-    files = {key: data for key, data in held.items() if "/_archive/" not in key}
+    files = pushed_files(held)
     assert files == want  # every landed file, byte for byte, under the root's own path
     claims = [key for key in held if "/_archive/claims/" in key]
     assert len(claims) == len(machine.store().sessions())
@@ -86,7 +87,10 @@ def test_dry_run_lists_what_would_go_and_sends_nothing(
     for session in sessions:  # the claims are created too: listed with the files
         assert f"_archive/claims/{session}.json" in listed
     assert "_archive/roots/<new id>.json" in listed  # and the new record's marker
-    objects = len(want) + len(sessions) + 1
+    for session in sessions:  # and each session's extent, which goes before its files
+        store = machine.store().session(session)
+        assert extent_path(session, store.landed()[-1].seq) in listed
+    objects = len(want) + 2 * len(sessions) + 1
     assert f"would push {len(want)} landed files and create {objects} objects" in listed
     assert s3.objects(prefix + "/") == {}
     # What the push then creates is what was listed, one for one.
@@ -193,6 +197,37 @@ def test_an_object_with_other_bytes_is_a_named_conflict_left_as_it_is(
     held = s3.objects(prefix + "/")
     assert held[taken] == b"someone else's bytes"
     assert all(held[key] == data for key, data in want.items() if key != taken)
+
+
+def test_prune_leaves_each_session_its_highest_extent_only(
+    s3: S3Server, prefix: str, tmp_path: Path
+) -> None:
+    """Each push that sends a session new files creates a higher extent; a push with nothing
+    new creates none; ``--prune`` removes all but the highest, once it is ``prune_after``
+    old, and the archive still reads whole."""
+    machine = Machine(tmp_path / "m")  # its own: it lands more
+    expected = machine.land(SynthOptions(sessions=1))
+    session = expected["sessions"][0]["id"]
+    config = machine.configure(s3.endpoint, prefix)
+    assert machine.push(config).returncode == 0
+    machine.say(session, "one more prompt")
+    assert machine.push(config).returncode == 0
+    with proxied(s3) as proxy:
+        again = machine.push(machine.configure(proxy.endpoint, prefix), "--json")
+        assert json.loads(again.stdout)["files"] == 0 and proxy.sent() == {}
+    highest = extent_path(session, machine.store().session(session).landed()[-1].seq)
+    extents = [key for key in s3.objects(f"{prefix}/{session}/") if is_extent(key)]
+    assert len(extents) == 2 and max(extents) == f"{prefix}/{highest}"
+    later = machine.configure(s3.endpoint, prefix, prune_after=3600.0)
+    waiting = json.loads(machine.push(later, "--prune", "--json").stdout)["pruned"]
+    assert waiting["objects"] == 0 and waiting["waiting"] == 1
+    now = machine.configure(s3.endpoint, prefix, prune_after=0.0)  # the one file, rewritten
+    done = machine.push(now, "--prune", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["pruned"]["objects"] == 1, done.stdout
+    left = [key for key in s3.objects(f"{prefix}/{session}/") if is_extent(key)]
+    assert left == [f"{prefix}/{highest}"]
+    assert machine.read(now, prefix, "verify").returncode == 0
 
 
 def test_a_lost_record_is_rebuilt_by_listing_and_nothing_is_sent_again(
@@ -395,7 +430,7 @@ def test_a_record_belongs_to_its_bucket_not_to_the_bucket_s_name(
     assert f"pushed {len(want)} landed files" in said, said
     assert "no longer holds this root's marker" in said
     held = s3.objects(prefix + "/")
-    assert {k: v for k, v in held.items() if "/_archive/" not in k} == want
+    assert pushed_files(held) == want
 
 
 def test_a_copy_damaged_in_the_local_cache_is_read_again_never_blamed(
@@ -461,6 +496,50 @@ def test_a_reader_asks_the_bucket_several_things_at_once(
         proxy.most_at_once = 0
         assert reader.read(config, prefix, "sessions").returncode == 0
         assert proxy.most_at_once > 4, proxy.most_at_once  # warm: listings read ahead
+
+
+def test_a_second_asz_serve_over_a_bucket_answers_its_list_before_listing_a_session(
+    s3: S3Server, prefix: str, tmp_path: Path
+) -> None:
+    """A second start answers its first index page from the session list it kept in the
+    local cache, before any session is listed (here every listing after the first is refused,
+    so a list made afresh could not be answered), and makes the list afresh behind it: what
+    was pushed since shows up without another start."""
+    machine = Machine(tmp_path / "m")  # its own: it lands more
+    expected = machine.land(SynthOptions(sessions=2))
+    assert machine.push(machine.configure(s3.endpoint, prefix)).returncode == 0
+    reader = Machine(tmp_path / "reader")
+    reader.base.mkdir()
+    remote = f"s3://{BUCKET}/{prefix}"
+    home = reader.base / "home"
+    direct = reader.configure(s3.endpoint, prefix)
+    with serving(remote, home, "--config", str(direct), env=reader.env()) as served:
+        first = served.get("/")
+        assert first.status == 200
+    machine.say(expected["sessions"][0]["id"], "a prompt about zebras")
+    assert machine.push(machine.configure(s3.endpoint, prefix)).returncode == 0
+    listings = [0]
+
+    def refused(method: str, key: str, n: int) -> str:
+        """A listing is a GET of the bucket itself (an object's key holds its prefix)."""
+        if method != "GET" or "/" in key:
+            return ""
+        listings[0] += 1
+        return "error:AccessDenied:403" if listings[0] > 1 else ""
+
+    with proxied(s3, refused) as proxy:
+        config = reader.configure(proxy.endpoint, prefix)
+        with serving(remote, home, "--config", str(config), env=reader.env()) as served:
+            second = served.get("/")
+            assert second.status == 200 and second.text == first.text
+    with proxied(s3) as proxy:
+        config = reader.configure(proxy.endpoint, prefix)
+        with serving(remote, home, "--config", str(config), env=reader.env()) as served:
+            assert served.get("/").text == first.text  # kept: the refused one kept nothing
+            found = "&ldquo;zebras&rdquo; (1)"
+            wait_for(lambda: found in served.get("/?q=zebras").text, what="the list made afresh")
+    with serving(remote, home, "--config", str(config), env=reader.env()) as served:
+        assert found in served.get("/?q=zebras").text  # and kept for the next start
 
 
 def test_asz_serve_keeps_what_it_derives_of_a_bucket_in_the_local_cache(

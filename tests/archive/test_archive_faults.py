@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from support.archive_roots import Machine, bucket_prefix, landed_keys
+from support.archive_roots import Machine, bucket_prefix, is_pushed_file, landed_keys, pushed_files
 from support.harness import Capture, Workspace, running, wait_for
 from support.s3server import BUCKET, CREDENTIALS, FaultProxy, S3Server, archive_config, proxied
 
@@ -33,7 +33,7 @@ def machine(tmp_path_factory: pytest.TempPathFactory) -> Machine:
 def _whole(s3: S3Server, proxy: FaultProxy, store_keys: dict[str, bytes], prefix: str) -> None:
     """Nothing lost, nothing twice."""
     held = s3.objects(prefix + "/")
-    assert {k: v for k, v in held.items() if "/_archive/" not in k} == store_keys
+    assert pushed_files(held) == store_keys
     puts = proxy.puts(200)
     assert set(puts) == set(held) and set(puts.values()) == {1}, puts
     assert proxy.puts(412) == {}
@@ -86,11 +86,15 @@ def test_the_server_stopped_in_the_middle_of_a_push(machine: Machine, tmp_path: 
     prefix = bucket_prefix(tmp_path)
     want = landed_keys(machine.store(), prefix)
 
+    files = [0]
+
     def fault(method: str, key: str, n: int) -> str:
-        # Past the marker and the claims (a PUT each), with two workers each sending one PUT
-        # at a time: every PUT before the two in flight at the 10th has its answer.
-        if method == "PUT" and n == 10:
-            s3.stop()  # this PUT and every request after it meet no server
+        # Past the marker, the claims and the extents (a PUT each), with two workers each
+        # sending one PUT at a time: every file before the two in flight at the 5th went.
+        if method == "PUT" and is_pushed_file(key):
+            files[0] += 1
+            if files[0] == 5:
+                s3.stop()  # this PUT and every request after it meet no server
         return ""
 
     try:
@@ -175,7 +179,7 @@ def test_the_collector_killed_during_a_push(s3: S3Server, tmp_path: Path) -> Non
         with running(ws.start_service(tmp_path / "service.log", env)) as service:
 
             def under_way() -> bool:
-                return sum("/_archive/" not in key for key in proxy.puts(200)) >= 3
+                return sum(map(is_pushed_file, proxy.puts(200))) >= 3
 
             wait_for(under_way, what="a push under way")
             service.send_signal(signal.SIGKILL)

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support.archive_roots import Machine, landed_keys
+from support.archive_roots import Machine, is_extent, is_pushed_file, landed_keys, pushed_files
 from support.s3server import BUCKET, S3Server, proxied
 
 from asz.synth import SynthOptions
@@ -99,15 +99,6 @@ def test_a_root_moved_to_another_machine_carries_on_without_sending_again(
         assert proxy.sent() == {}
 
 
-def _say(machine: Machine, session: str, text: str) -> None:
-    """Claude Code writes one more line into the session's main transcript, and it lands."""
-    transcript = next(machine.claude.glob(f"projects/*/{session}.jsonl"))
-    line = {"type": "user", "sessionId": session, "message": {"role": "user", "content": text}}
-    with transcript.open("ab") as handle:
-        handle.write(json.dumps(line).encode() + b"\n")
-    machine.land()
-
-
 @pytest.mark.slow
 def test_a_diverged_copy_stops_its_session_at_the_conflict(s3: S3Server, tmp_path: Path) -> None:
     """A root copied to another machine (its record too), then each lands other lines: the
@@ -120,9 +111,9 @@ def test_a_diverged_copy_stops_its_session_at_the_conflict(s3: S3Server, tmp_pat
     copy = Machine(tmp_path / "two")
     shutil.copytree(first.base, copy.base)
     (session,) = first.store().sessions()
-    _say(first, session, "on the first machine")
-    _say(copy, session, "on the copy")
-    _say(copy, session, "and again on the copy")
+    first.say(session, "on the first machine")
+    copy.say(session, "on the copy")
+    copy.say(session, "and again on the copy")
     before = len(first.store().session(session).landed())
     assert first.push(first.configure(s3.endpoint, prefix)).returncode == 0
     with proxied(s3) as proxy:
@@ -132,9 +123,19 @@ def test_a_diverged_copy_stops_its_session_at_the_conflict(s3: S3Server, tmp_pat
         names = copy.store().session(session).landed()
         assert counts["conflicts"] == [f"{prefix}/{names[before - 1].path}"], counts
         assert counts["files"] == 0 and counts["waiting_files"] == 2
-        assert proxy.sent() == {}, proxy.sent()  # its next file was never sent
+        sent = [key for key in proxy.sent() if is_pushed_file(key)]
+        assert sent == [], sent  # its next file was never sent
+        (extent,) = [key for key in proxy.sent() if is_extent(key)]
+        assert extent.endswith(f"/extent-{names[-1].seq:08d}")
     held = s3.objects(f"{prefix}/{session}/")
-    assert len(held) == before  # the first root's files, and no other
+    # The first root's files and extent, and no other: the copy took its own extent back,
+    # so a reader does not wait for files it will never send.
+    assert sorted(pushed_files(held)) == sorted(
+        f"{prefix}/{name.path}" for name in first.store().session(session).landed()
+    )
+    assert max(key for key in held if is_extent(key)) == f"{prefix}/{session}/extent-{before:08d}"
+    verified = first.read(first.configure(s3.endpoint, prefix), prefix, "verify")
+    assert verified.returncode == 0, verified.stderr
 
 
 @pytest.mark.slow
@@ -148,9 +149,9 @@ def test_a_reader_says_a_session_holds_files_from_two_roots(s3: S3Server, tmp_pa
     shutil.copytree(first.base, copy.base)
     (session,) = first.store().sessions()
     # Lines of one length: the windows join, byte for byte, whichever root wrote them.
-    _say(first, session, "written on machine one")
-    _say(copy, session, "written on machine two")
-    _say(copy, session, "and more on machine two")
+    first.say(session, "written on machine one")
+    copy.say(session, "written on machine two")
+    copy.say(session, "and more on machine two")
     ours, theirs = "machines-mixed", "machines-mixed-copy"
     config = first.configure(s3.endpoint, ours)
     assert first.push(config).returncode == 0

@@ -17,6 +17,7 @@ import pytest
 from asz.archive.ahead import KEPT, ReadAhead
 from asz.archive.cache import LocalCache
 from asz.archive.push import PushBusy, push_lock
+from asz.archive.record import PushRecord
 from asz.config import ConfigError, load_config
 from asz.export.cursor import ExportBusy, export_lock
 
@@ -123,3 +124,20 @@ def test_what_is_read_ahead_and_never_asked_for_is_let_go() -> None:
     newest = 5 * KEPT - 1
     assert ahead.take(newest, partial(call, -1)) == newest * 2
     assert ahead.take(0, partial(call, 0)) == 0  # let go: asked again, of the bucket
+
+
+def test_the_push_record_remembers_the_extents_it_created_and_took_back(tmp_path: Path) -> None:
+    """An extent known to be in the bucket is not tried again by the next push; one taken
+    back is no longer known, and a record started afresh knows none."""
+    record = PushRecord.for_root(tmp_path, "s3://b/p", "http://s3")
+    record.start("_archive/roots/x.json")
+    kept, taken = "s/extent-00000006", "t/extent-00000004"
+    for path in (kept, taken):
+        record.sending(path)
+        record.extended(path)
+    record.unextended(taken)
+    again = PushRecord.for_root(tmp_path, "s3://b/p", "http://s3")
+    assert not again.rebuilt
+    assert again.extents == {kept} and again.tried == {taken}
+    again.start("_archive/roots/y.json")
+    assert PushRecord.for_root(tmp_path, "s3://b/p", "http://s3").extents == set()

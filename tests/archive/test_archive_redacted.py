@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from support.archive_roots import Machine, bucket_prefix
+from support.archive_roots import Machine, bucket_prefix, pushed_files
 from support.s3server import BUCKET, S3Server
 
 from asz.store import REDACTED_DIR, STATE_DIR, open_store
@@ -78,7 +78,7 @@ def test_the_archive_holds_redacted_files_that_every_reader_reads(
     counts = json.loads(out)
     assert counts["complete"] and counts["policy"] and sum(counts["redactions"].values()) > 0
     held = s3.objects(prefix + "/")
-    landed_files = {key: data for key, data in held.items() if "/_archive/" not in key}
+    landed_files = pushed_files(held)
     store = machine.store()
     names = [n for s in store.sessions() for n in store.open_session(s).landed()]
     assert len(landed_files) == len(names)
@@ -198,13 +198,12 @@ def test_a_file_that_cannot_be_redacted_goes_neither_raw_nor_at_all(
     assert [line.split(": ", 1)[0] for line in counts["redaction_failed"]] == [damaged.path]
     assert f"redaction failed: {damaged.path}" in err.decode()
     held = s3.objects(prefix + "/")
-    pushed = {key.split("/", 1)[1] for key in held if "/_archive/" not in key}
+    pushed = {key.split("/", 1)[1] for key in pushed_files(held)}
     whole = {name.path for name in store.open_session(whole_session).landed()}
     before = {name.path for name in names if name.seq < damaged.seq}
     assert pushed == whole | before  # nothing of the damaged file, nor of its session after it
-    for key, data in held.items():
-        if "/_archive/" not in key:
-            assert decode_file(key, data).header["redacted"] == counts["policy"]
+    for key, data in pushed_files(held).items():
+        assert decode_file(key, data).header["redacted"] == counts["policy"]
 
 
 @pytest.mark.slow
@@ -250,7 +249,7 @@ def test_a_push_killed_while_it_redacts_leaves_counterparts_that_verify_and_resu
     )
     assert killed.returncode == 70, killed.stderr
     # Killed before any landed file went (the record's marker is made first).
-    assert [key for key in s3.objects(prefix + "/") if "/_archive/" not in key] == []
+    assert pushed_files(s3.objects(prefix + "/")) == {}
     shadow = next((machine.root / STATE_DIR / REDACTED_DIR).iterdir())
     assert open_store(shadow).verify().problems == []
     code, out, err = _push(machine, config, "--json")

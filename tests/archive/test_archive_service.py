@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from support.archive_roots import bucket_prefix, landed_keys
+from support.archive_roots import bucket_prefix, landed_keys, pushed_files
 from support.harness import Capture, Workspace, http_get, metrics, running, service_port, wait_for
 from support.s3server import CREDENTIALS, S3Server, archive_config, proxied
 
@@ -54,7 +54,7 @@ def test_the_service_pushes_what_it_lands(s3: S3Server, tmp_path: Path) -> None:
         assert seen["asz_archive_pushed_files_total"] == len(want)
         assert seen["asz_archive_pushed_bytes_total"] == sum(map(len, want.values()))
         assert seen["asz_archive_push_errors_total"] == 0
-        held = {k: v for k, v in s3.objects(prefix + "/").items() if "/_archive/" not in k}
+        held = pushed_files(s3.objects(prefix + "/"))
         assert held == want
         assert proxy.puts(412) == {}
 
@@ -94,7 +94,7 @@ def test_failing_pushes_never_hold_landing_up_and_healthz_says_so(
 
             wait_for(healthy, what="the pushes to catch up")
         want = landed_keys(open_store(ws.root), prefix)
-        held = {k: v for k, v in s3.objects(prefix + "/").items() if "/_archive/" not in k}
+        held = pushed_files(s3.objects(prefix + "/"))
         assert held == want
         assert proxy.puts(412) == {}
         assert set(proxy.puts(200).values()) == {1}
@@ -146,7 +146,7 @@ def test_the_service_pushes_redacted_and_counts_redactions_by_rule(
     counted = {key: n for key, n in seen.items() if key.startswith("asz_redactions_total{")}
     assert {key.split("=", 1)[1].rstrip("}") for key in counted} == set(RULE_NAMES)
     assert sum(counted.values()) > 0 and seen["asz_redaction_failures_total"] == 0
-    held = {k: v for k, v in s3.objects(prefix + "/").items() if "/_archive/" not in k}
+    held = pushed_files(s3.objects(prefix + "/"))
     want = landed_keys(open_store(ws.root), prefix)
     assert held.keys() == want.keys() and held != want  # each file, redacted
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from support.archive_roots import Machine, bucket_prefix, landed_keys
+from support.archive_roots import Machine, bucket_prefix, is_pushed_file, landed_keys, pushed_files
 from support.cli import asz_executable
 from support.harness import Capture, Workspace, running, wait_for
 from support.s3server import CREDENTIALS, FaultProxy, S3Server, archive_config, proxied
@@ -41,18 +41,21 @@ def machine(tmp_path_factory: pytest.TempPathFactory) -> Machine:
 
 
 def _record(root: Path) -> tuple[set[str], set[str]]:
-    """The paths the push record holds as done, and as tried (sent, not known to be done)."""
-    done, tried = set(), set()
+    """The paths the push record holds as done, and as tried (sent, not known to be done):
+    landed files, and extents (``{"extent": ...}`` once one is known to be there)."""
+    done, tried, extents = set(), set(), set()
     for line in (root / "_state" / "archive-pushed.jsonl").read_bytes().splitlines()[1:]:
         entry = orjson.loads(line)
         if "done" in entry:
             done.add(entry["done"])
+        if "extent" in entry:
+            extents.add(entry["extent"])
         tried.update(entry.get("try", []))
-    return done, tried - done
+    return done, tried - done - extents
 
 
 def _files_put(proxy: FaultProxy) -> int:
-    return sum("/_archive/" not in key for key in proxy.puts(200))
+    return sum(map(is_pushed_file, proxy.puts(200)))
 
 
 def _slow(proxy: FaultProxy) -> None:
@@ -67,7 +70,7 @@ def _the_next_push_completes(
     assert json.loads(push.stdout)["waiting_files"] == 0
     prefix = next(iter(want)).split("/", 1)[0]
     held = s3.objects(prefix + "/")
-    assert {k: v for k, v in held.items() if "/_archive/" not in k} == want
+    assert pushed_files(held) == want
     assert proxy.puts(412) == {}
     assert set(proxy.puts(200).values()) == {1}  # nothing sent twice
 
@@ -104,7 +107,7 @@ def test_ctrl_c_on_asz_push_ends_it_at_once_and_records_what_went(
         assert "the next push resumes" in said
         done, tried = _record(machine.root)
         # Every upload the server took is recorded: done, or tried (in flight at the stop).
-        taken = {key.split("/", 1)[1] for key in proxy.puts(200) if "/_archive/" not in key}
+        taken = {key.split("/", 1)[1] for key in proxy.puts(200) if is_pushed_file(key)}
         assert taken <= done | tried, taken - (done | tried)
         assert done and len(tried) <= 2  # at most one per worker was in flight
         assert len(done) < len(want)
@@ -137,7 +140,7 @@ def test_the_service_stopping_mid_push_ends_within_seconds(s3: S3Server, tmp_pat
         assert "push_stopped" in events and events[-1] == "stopped", events
         want = landed_keys(open_store(ws.root), prefix)
         done, tried = _record(ws.root)
-        taken = {key.split("/", 1)[1] for key in proxy.puts(200) if "/_archive/" not in key}
+        taken = {key.split("/", 1)[1] for key in proxy.puts(200) if is_pushed_file(key)}
         assert taken <= done | tried and len(done) < len(want)
         proxy.delay = 0.0
         _the_next_push_completes(ws.run("push", "--json", extra_env=env), proxy, s3, want)

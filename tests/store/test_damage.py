@@ -415,3 +415,45 @@ def test_a_session_a_push_left_with_gaps_reads_as_incomplete_until_it_is_whole(
     assert machine.push(config).returncode == 0
     for command in (["verify"], ["view", session], ["cache", session], ["cache"]):
         assert machine.read(config, prefix, *command).returncode == 0, command
+
+
+@pytest.mark.slow
+def test_a_session_whose_newest_files_are_not_pushed_yet_reads_as_incomplete(
+    s3: S3Server, tmp_path: Path, capture: Path
+) -> None:
+    """A push says how far a session's files reach before it sends them (``extent-<n>``):
+    a reader of a bucket the push is still filling, or that it left short, says the session
+    is incomplete rather than reading a shorter session as whole."""
+    machine = Machine(tmp_path / "laptop")
+    shutil.copytree(capture, machine.claude)
+    prefix = "n-" + tmp_path.name[-10:]
+    config = machine.configure(s3.endpoint, prefix)
+    config.write_text(config.read_text() + CONFIG)
+    done = machine.asz("collect", "--once", "--root", str(machine.root), "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    (session,) = machine.store().sessions()
+    newest = machine.store().session(session).landed()[-1].path
+
+    def fault(method: str, key: str, n: int) -> str:
+        return "reset-before" if method == "PUT" and key.endswith(newest) else ""
+
+    with proxied(s3, fault) as proxy:
+        stopped = machine.asz(
+            "push",
+            "--root",
+            str(machine.root),
+            "--config",
+            str(machine.configure(proxy.endpoint, prefix, attempts=1)),
+        )
+    assert stopped.returncode == 1
+    held = s3.objects(f"{prefix}/{session}/")
+    assert f"{prefix}/{newest}" not in held and len(held) > 2, "all but the newest went"
+    remote = machine.configure(s3.endpoint, prefix)
+    config.write_text(remote.read_text() + CONFIG)
+    for command in (["verify"], ["view", session], ["cache", session]):
+        done = machine.read(config, prefix, *command)
+        assert done.returncode == 1, command
+        assert b"the session is incomplete" in done.stderr, command
+    assert machine.push(config).returncode == 0
+    for command in (["verify"], ["view", session], ["cache", session]):
+        assert machine.read(config, prefix, *command).returncode == 0, command

@@ -4,17 +4,18 @@ real ``asz`` run against an archive on the loopback S3 server (``s3server``)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from asz.store import Store, open_store
+from asz.store import Store, open_store, parse_extent
 from asz.synth import SynthOptions, synthesize
 from support.cli import asz_executable
 from support.s3server import BUCKET, CREDENTIALS, archive_config
 
-__all__ = ["Machine", "bucket_prefix", "landed_keys"]
+__all__ = ["Machine", "bucket_prefix", "is_extent", "is_pushed_file", "landed_keys", "pushed_files"]
 
 
 @dataclass
@@ -62,6 +63,15 @@ class Machine:
         assert done.returncode == 0, done.stderr
         return expected
 
+    def say(self, session: str, text: str) -> None:
+        """Claude Code writes one more prompt into the session's main transcript, and it
+        lands."""
+        transcript = next(self.claude.glob(f"projects/*/{session}.jsonl"))
+        line = {"type": "user", "sessionId": session, "message": {"role": "user", "content": text}}
+        with transcript.open("ab") as handle:
+            handle.write(json.dumps(line).encode() + b"\n")
+        self.land()
+
     def store(self) -> Store:
         return open_store(self.root)
 
@@ -92,3 +102,22 @@ def landed_keys(store: Store, prefix: str) -> dict[str, bytes]:
         for name in store.session(session_id).landed():
             found[f"{prefix}/{name.path}"] = store.backend.read(name.path, 1 << 30)
     return found
+
+
+def is_extent(key: str) -> bool:
+    """Whether the object at ``key`` is a session's ``extent-<n>`` (``asz.store.parse_extent``),
+    which a push creates before it sends the session's files up to ``n``."""
+    return parse_extent(key.rsplit("/", 1)[-1]) is not None
+
+
+def is_pushed_file(key: str) -> bool:
+    """Whether the object at ``key`` stands for a landed file (the file, its redacted
+    counterpart, or a generation's manifest): not one of the archive's own objects
+    (``_archive/``: claims, markers, redaction records), nor an extent."""
+    return "/_archive/" not in key and not is_extent(key)
+
+
+def pushed_files(held: dict[str, bytes]) -> dict[str, bytes]:
+    """The objects of ``held`` that stand for landed files (:func:`is_pushed_file`): what a
+    test compares with ``landed_keys``, nothing lost and nothing more."""
+    return {key: data for key, data in held.items() if is_pushed_file(key)}
