@@ -2,7 +2,8 @@
 
 Sessions are walked as ``asz export otlp`` walks them: a session whose landed files are
 those at which every one of its rows was written is not read; any other gets its report and
-view document (:mod:`.rows`), and its final rows that were not written yet go into the pass's
+the facts kept beside it (:mod:`.rows`; the kept ones while they hold, so a session the
+collector reported reads no transcript nor body), and its final rows that were not written yet go into the pass's
 files, one per table and UTC day (``part-<machine>-<pass>.parquet``, :mod:`.names`). A session
 whose reading met problems is left for the next pass, so its problems are said again rather
 than its rows written wrong.
@@ -32,8 +33,7 @@ from asz.analytics.state import FactsState, Written, root_id
 from asz.crashpoints import crash_point
 from asz.redact import Redactor
 from asz.store import Store, UnknownSession
-from asz.view.document import build_view
-from asz.view.kept import session_report
+from asz.view.kept import reported
 from asz.view.prices import PriceTable
 from asz.zones import IN_UTC
 
@@ -153,21 +153,20 @@ class FactsExport:
             return
         tally.sessions += 1
         summary = session.summary()
-        view = build_view(session, responses=False)
-        report = session_report(session, self.prices)
-        problems = list(dict.fromkeys([*map(str, session.problems), *view["problems"]]))
-        problems += [problem for problem in report["problems"] if problem not in problems]
+        found = reported(session, self.prices)
+        report = found.report
+        problems = list(dict.fromkeys([*map(str, session.problems), *report["problems"]]))
         if problems:
             tally.problems += problems
             tally.unfinished.add(session_id)
             return
         now = self.clock()
-        last = IN_UTC.moment(view["session"]["last_time"])
+        last = IN_UTC.moment(found.facts["last_time"])
         quiet = last is None or now - last.timestamp() >= self.quiet_seconds
         rows = session_rows(
             summary,
-            view,
             report,
+            found.facts,
             machine=state.machine,
             landed_files=landed,
             priced_by=self.prices.fingerprint(),
