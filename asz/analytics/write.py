@@ -3,9 +3,10 @@
 Sessions are walked as ``asz export otlp`` walks them: a session whose landed files are
 those at which every one of its rows was written is not read; any other gets its report and
 the facts kept beside it (:mod:`.rows`; the kept ones while they hold, so a session the
-collector reported reads no transcript nor body), and its final rows that were not written yet go into the pass's
-files, one per table and UTC day (``part-<machine>-<pass>.parquet``, :mod:`.names`). A session
-whose reading met problems is left for the next pass, so its problems are said again rather
+collector reported is written without reading a transcript or a body), and its final rows
+that were not written yet go into the pass's files, one per table and UTC day
+(``part-<machine>-<pass>.parquet``, :mod:`.names`). A session whose reading met problems is
+left for the next pass, so its problems are said again rather
 than its rows written wrong.
 
 Then a day's small files of this machine are compacted into one (a day before today, or one
@@ -16,6 +17,7 @@ machines are never read, rewritten or removed.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -72,6 +74,10 @@ class FactsTally:
 @dataclass(slots=True)
 class _Pass:
     number: int
+    priced_by: str
+    redact: Callable[[str], str]
+    """The ``[redact]`` policy's, remembering each text: a session's details repeat ("the
+    history only grew") across its calls and across sessions."""
     tables: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     written: dict[str, Written] = field(default_factory=dict)
 
@@ -120,7 +126,7 @@ class FactsExport:
                     self.place.remove(part.path)
             own = [part for part in own if not (part.first == part.last == state.open)]
             state.next = max(state.next, state.open + 1)
-        this = _Pass(state.next)
+        this = _Pass(state.next, self.prices.fingerprint(), functools.cache(self.redactor.text))
         state.open, state.next = this.number, this.number + 1
         state.save()
         crash_point("analytics.opened")
@@ -146,14 +152,15 @@ class FactsExport:
             session = self.store.session(session_id)
         except UnknownSession:
             return
-        landed = len(session.landed())
+        names = session.landed()
+        landed = len(names)
         before = state.sessions.get(session_id) or Written()
         if before.files == landed:
             tally.sessions_unchanged += 1
             return
         tally.sessions += 1
         summary = session.summary()
-        found = reported(session, self.prices)
+        found = reported(session, self.prices, landed=names)
         report = found.report
         problems = list(dict.fromkeys([*map(str, session.problems), *report["problems"]]))
         if problems:
@@ -169,9 +176,9 @@ class FactsExport:
             found.facts,
             machine=state.machine,
             landed_files=landed,
-            priced_by=self.prices.fingerprint(),
+            priced_by=this.priced_by,
             updated=datetime.fromtimestamp(now, UTC),
-            redact=self.redactor.text,
+            redact=this.redact,
         )
         final = final_keys(rows, quiet)
         written = Written(set(before.keys))

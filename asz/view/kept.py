@@ -2,11 +2,11 @@
 
 Building a report reads every landed body of the session; ``asz cache`` over every session,
 and the web view, would do that for each session each time. So a report is kept in
-``<session>/cache.json`` (with the facts the analytics tables take of its rows besides, which
-the same reading of the session gives) with what it was made from (``asz.store._derived``): the mark of the
-session's landed files (``Session.landed_mark``; landed files never change once published)
-and the fingerprint of the price table. While both are the same, and the file is whole, the
-kept report is the report. The collector keeps
+``<session>/cache.json``, with the facts the analytics tables take of its rows besides (the
+same reading of the session gives them), and with what it was made from
+(``asz.store._derived``): the mark of the session's landed files (``Session.landed_mark``;
+landed files never change once published) and the fingerprint of the price table. While
+both are the same, and the file is whole, the kept report is the report. The collector keeps
 the reports of the sessions it lands after each pass, and a reader that finds one missing,
 behind or unreadable builds it again (and keeps it, where it may write). A report that met
 problems is not kept, so the next reader meets them again instead of a report hiding them.
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from asz.store import DerivedFile, Problem, Session, check_derived, report_path
+from asz.store import DerivedFile, LandedName, Problem, Session, check_derived, report_path
 from asz.view.cache import report_and_facts
 from asz.view.prices import PriceTable
 from asz.view.records import CacheReport, CallFacts
@@ -58,12 +58,20 @@ def kept_report(session: Session) -> CacheReport | None:
     return report
 
 
-def reported(session: Session, prices: PriceTable, *, keep: bool = True) -> Reported:
-    """The session's report and the one kept before it, the kept file read once."""
+def reported(
+    session: Session,
+    prices: PriceTable,
+    *,
+    keep: bool = True,
+    landed: list[LandedName] | None = None,
+) -> Reported:
+    """The session's report and the one kept before it, the kept file read once.
+    ``landed``: the session's landed files as the caller listed them just now, so that they
+    are not listed again."""
     kept = KEPT_REPORT.read(session) if session.trusts_derived else None
     value = kept.value if kept is not None and _is_kept(kept.value, session) else None
     before = value["report"] if value is not None else None
-    mark = _mark(session, prices)
+    mark = _mark(session, prices, landed)
     if value is not None and kept is not None and kept.mark == mark:
         return Reported(value["report"], value["facts"], before)
     report, facts = report_and_facts(session, prices)
@@ -72,9 +80,10 @@ def reported(session: Session, prices: PriceTable, *, keep: bool = True) -> Repo
     return Reported(report, facts, before)
 
 
-def _mark(session: Session, prices: PriceTable) -> str:
-    """What a kept report holds for: the landed files, priced by this table."""
-    return f"{session.landed_mark()} {prices.fingerprint()}"
+def _mark(session: Session, prices: PriceTable, landed: list[LandedName] | None = None) -> str:
+    """What a kept report holds for: the landed files (listed now unless given), priced by
+    this table."""
+    return f"{session.landed_mark(landed)} {prices.fingerprint()}"
 
 
 def _is_kept(value: Any, session: Session) -> bool:
