@@ -159,7 +159,7 @@ class FactsExport:
             tally.sessions_unchanged += 1
             return
         tally.sessions += 1
-        summary = session.summary()
+        summary = session.summary(names)
         found = reported(session, self.prices, landed=names)
         report = found.report
         problems = list(dict.fromkeys([*map(str, session.problems), *report["problems"]]))
