@@ -18,6 +18,7 @@ to a pass.
 
     .venv/bin/python bench/analytics.py [--developers 200] [--days 365] [--sessions 1000]
                                         [--keep DIR] [--skip-generate] [--skip-sessions]
+                                        [--only-pass]
 """
 
 from __future__ import annotations
@@ -248,7 +249,7 @@ def query(out: Path, days: int) -> None:
     print(f"  asz sql, SELECT 1 (the start alone): {start[0]:.2f} s wall, {start[3]:.2f} s CPU")
 
 
-def sessions(workdir: Path, count: int) -> None:
+def sessions(workdir: Path, count: int, cache: bool = True) -> None:
     from asz.analytics.run import write_facts  # and pyarrow: the service loads it once
     from asz.commands.collect import collect_once
     from asz.config import AnalyticsConfig, Config
@@ -279,17 +280,23 @@ def sessions(workdir: Path, count: int) -> None:
         f"{written:.2f} s ({written_cpu:.2f} s CPU), {100 * written / landed:.1f} % of the "
         f"pass, {100 * written_cpu / landed_cpu:.1f} % of its CPU (goal 5 %)"
     )
+    if cache:
+        cache_from_tables(workdir, config.root, tables, count)
+
+
+def cache_from_tables(workdir: Path, root: Path, tables: Path, count: int) -> None:
+    """Step 4: ``asz cache`` over the landed sessions, from their files and from the tables."""
     plain = workdir / "plain.toml"
     plain.write_text("")
     with_tables = workdir / "tables.toml"
     with_tables.write_text(f'[analytics]\nurl = "{tables}"\n')
-    command = [asz(), "cache", "--root", str(config.root), "--json", "--config"]
+    command = [asz(), "cache", "--root", str(root), "--json", "--config"]
     kept = in_child([*command, str(plain)])
     first = in_child([*command, str(with_tables)])  # makes the reader's copy of the tables
     read = in_child([*command, str(with_tables)])
     if kept[2] != read[2]:
         raise SystemExit("asz cache from the tables does not say what it says from the files")
-    for derived in (*config.root.glob("*/cache.json"), *config.root.glob("*/summary.json")):
+    for derived in (*root.glob("*/cache.json"), *root.glob("*/summary.json")):
         derived.unlink()
     cold = in_child([*command, str(plain)])
     print(f"  asz cache over {count:,} sessions (wall, CPU, peak RSS):")
@@ -312,6 +319,11 @@ def main() -> None:
     parser.add_argument("--skip-generate", action="store_true", help="reuse --keep's tables")
     parser.add_argument("--skip-sessions", action="store_true")
     parser.add_argument(
+        "--only-pass",
+        action="store_true",
+        help="step 3 alone: the pass and the write of its facts, nothing generated or queried",
+    )
+    parser.add_argument(
         "--one-file-per-day",
         action="store_true",
         help="write each day as one file (the reader's local copy as asz sql makes it), not "
@@ -323,6 +335,9 @@ def main() -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         os.environ["XDG_CACHE_HOME"] = str(workdir / "cache")  # asz sql's local copy
         out = workdir / "tables"
+        if args.only_pass:
+            sessions(workdir, args.sessions, cache=False)
+            return
         if not args.skip_generate:
             shutil.rmtree(out, ignore_errors=True)
             calls, files, seconds = generate(out, args.developers, args.days, args.one_file_per_day)

@@ -1,11 +1,13 @@
 """A session's rows for the three tables, from the same computation ``asz cache`` makes.
 
-The cache report (``asz.view.kept.session_report``, the kept one while it holds) gives every
-figure of a call: tokens, cause, detail, cost and waste; the view document, built without
-reading a body (``build_view(responses=False)``), gives what the report leaves out: the call's
-number, its Claude Code version, its response body and a side request's place in time (the end
-of the call before it in its chain, as ``asz export otlp`` places it). Nothing is computed
-afresh, so a sum over the tables is the sum ``asz cache`` makes.
+The cache report (``asz.view.kept.reported``, the kept one while it holds) gives every figure
+of a call: tokens, cause, detail, cost and waste; the facts kept beside it
+(:class:`asz.view.records.CallFacts`, made by the same reading of the session) give what the
+report leaves out, as the view document says it: the call's number, its model and Claude Code
+version, its response body and a side request's place in time (the end of the call before it
+in its chain, as ``asz export otlp`` places it). Nothing is computed afresh, so a sum over the
+tables is the sum ``asz cache`` makes, and a session whose report is kept is written without
+reading its transcripts.
 
 A row is written once, when nothing that lands later can change it (:func:`final_keys`): a
 call once a later call of its stream landed, every row of a session once the session has
@@ -23,6 +25,7 @@ from typing import Any
 
 from asz.store import SessionSummary
 from asz.view.prices import DIGITS
+from asz.view.records import CacheReport, CallFacts
 from asz.view.spend import NO_REQUEST
 from asz.zones import IN_UTC
 
@@ -57,8 +60,8 @@ class SessionRows:
 
 def session_rows(
     summary: SessionSummary,
-    view: Mapping[str, Any],
-    report: Mapping[str, Any],
+    report: CacheReport,
+    facts: CallFacts,
     *,
     machine: str,
     landed_files: int,
@@ -66,42 +69,33 @@ def session_rows(
     updated: datetime,
     redact: Callable[[str], str],
 ) -> SessionRows:
-    """Every row of one session, from its summary, view document and cache report; each
-    break's detail (what changed between two requests, which may quote them) through
-    ``redact``, the ``[redact]`` policy's ``Redactor.text``, as every export's."""
+    """Every row of one session, from its summary, cache report and the facts kept beside
+    it; each break's detail (what changed between two requests, which may quote them)
+    through ``redact``, the ``[redact]`` policy's ``Redactor.text``, as every export's."""
     who = {"session": summary.id, "project": summary.project, "machine": machine}
-    calls = {call["message_id"]: call for call in view["calls"]}
-    call_of_body = {body["id"]: call for call in view["calls"] for body in call["provider_bodies"]}
     found = SessionRows()
-    for row in report["rows"]:
-        message_id = row["message_id"]
-        call = calls.get(message_id) if message_id else None
-        if call is not None:
-            bodies = {body["role"]: body["id"] for body in call["provider_bodies"]}
-            time = call["time"]
-        else:
-            bodies = {"request": row["request_id"]}
-            before = call_of_body.get(row["previous"]) if row["previous"] else None
-            time = (before["last_time"] or before["time"]) if before else None
+    for row, extra in zip(report["rows"], facts["rows"], strict=True):
+        side = row["message_id"] is None
+        named: Mapping[str, Any] = row
         fact = {
             **who,
             "stream": row["stream"],
-            "call": call["n"] if call else None,
-            "message_id": message_id,
-            "time": to_time(time),
-            "model": call["model"] if call else None,
-            "version": call.get("version") if call else None,
-            "side": call is None,
-            "request_body": bodies.get("request"),
-            "response_body": bodies.get("response"),
-            **{name: row[name] for name in _COPIED},
+            "call": extra["call"],
+            "message_id": row["message_id"],
+            "time": to_time(extra["placed"] if side else row["time"]),
+            "model": extra["model"],
+            "version": extra["version"],
+            "side": side,
+            "request_body": row["request_id"],
+            "response_body": extra["response_id"],
+            **{name: named[name] for name in _COPIED},
             "detail": None if row["detail"] is None else redact(row["detail"]),
             "cost_usd": usd(row["cost_usd"]),
             "waste_usd": usd(row["waste_usd"]),
         }
         key = row_key(fact)
         found.calls.append((key, fact))
-        if row["rewritten_tokens"] and call is not None:
+        if row["rewritten_tokens"] and not side:
             found.breaks[key] = _break(fact, row)
     found.session = _session(
         summary, report, who, landed_files=landed_files, priced_by=priced_by, updated=updated

@@ -2,9 +2,11 @@
 
 Sessions are walked as ``asz export otlp`` walks them: a session whose landed files are
 those at which every one of its rows was written is not read; any other gets its report and
-view document (:mod:`.rows`), and its final rows that were not written yet go into the pass's
-files, one per table and UTC day (``part-<machine>-<pass>.parquet``, :mod:`.names`). A session
-whose reading met problems is left for the next pass, so its problems are said again rather
+the facts kept beside it (:mod:`.rows`; the kept ones while they hold, so a session the
+collector reported is written without reading a transcript or a body), and its final rows
+that were not written yet go into the pass's files, one per table and UTC day
+(``part-<machine>-<pass>.parquet``, :mod:`.names`). A session whose reading met problems is
+left for the next pass, so its problems are said again rather
 than its rows written wrong.
 
 Then a day's small files of this machine are compacted into one (a day before today, or one
@@ -15,6 +17,7 @@ machines are never read, rewritten or removed.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -32,8 +35,7 @@ from asz.analytics.state import FactsState, Written, root_id
 from asz.crashpoints import crash_point
 from asz.redact import Redactor
 from asz.store import Store, UnknownSession
-from asz.view.document import build_view
-from asz.view.kept import session_report
+from asz.view.kept import reported
 from asz.view.prices import PriceTable
 from asz.zones import IN_UTC
 
@@ -72,6 +74,10 @@ class FactsTally:
 @dataclass(slots=True)
 class _Pass:
     number: int
+    priced_by: str
+    redact: Callable[[str], str]
+    """The ``[redact]`` policy's, remembering each text: a session's details repeat ("the
+    history only grew") across its calls and across sessions."""
     tables: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     written: dict[str, Written] = field(default_factory=dict)
 
@@ -120,7 +126,7 @@ class FactsExport:
                     self.place.remove(part.path)
             own = [part for part in own if not (part.first == part.last == state.open)]
             state.next = max(state.next, state.open + 1)
-        this = _Pass(state.next)
+        this = _Pass(state.next, self.prices.fingerprint(), functools.cache(self.redactor.text))
         state.open, state.next = this.number, this.number + 1
         state.save()
         crash_point("analytics.opened")
@@ -146,33 +152,33 @@ class FactsExport:
             session = self.store.session(session_id)
         except UnknownSession:
             return
-        landed = len(session.landed())
+        names = session.landed()
+        landed = len(names)
         before = state.sessions.get(session_id) or Written()
         if before.files == landed:
             tally.sessions_unchanged += 1
             return
         tally.sessions += 1
-        summary = session.summary()
-        view = build_view(session, responses=False)
-        report = session_report(session, self.prices)
-        problems = list(dict.fromkeys([*map(str, session.problems), *view["problems"]]))
-        problems += [problem for problem in report["problems"] if problem not in problems]
+        summary = session.summary(names)
+        found = reported(session, self.prices, landed=names)
+        report = found.report
+        problems = list(dict.fromkeys([*map(str, session.problems), *report["problems"]]))
         if problems:
             tally.problems += problems
             tally.unfinished.add(session_id)
             return
         now = self.clock()
-        last = IN_UTC.moment(view["session"]["last_time"])
+        last = IN_UTC.moment(found.facts["last_time"])
         quiet = last is None or now - last.timestamp() >= self.quiet_seconds
         rows = session_rows(
             summary,
-            view,
             report,
+            found.facts,
             machine=state.machine,
             landed_files=landed,
-            priced_by=self.prices.fingerprint(),
+            priced_by=this.priced_by,
             updated=datetime.fromtimestamp(now, UTC),
-            redact=self.redactor.text,
+            redact=this.redact,
         )
         final = final_keys(rows, quiet)
         written = Written(set(before.keys))

@@ -26,6 +26,7 @@ from asz.store._errors import (
 )
 from asz.store._layout import (
     INDEX_KIND,
+    LandedName,
     stream_key,
     transcripts_dir,
 )
@@ -204,9 +205,10 @@ class Session(SessionFiles):
         return load_facts(self)
 
     @retried_when_moved
-    def summary(self) -> SessionSummary:
-        """The session in one line, as ``asz sessions`` lists it (``asz.store._summary``)."""
-        return summarize(self)
+    def summary(self, landed: list[LandedName] | None = None) -> SessionSummary:
+        """The session in one line, as ``asz sessions`` lists it (``asz.store._summary``);
+        ``landed``, the session's landed files as the caller listed them just now."""
+        return summarize(self, landed)
 
     # -- index lines -----------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ again instead of hiding it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from asz.store._cached import count, optional_text, text
@@ -79,14 +79,21 @@ class SessionSummary:
             transcript_lines=count(value["transcript_lines"]),
             landed_bytes=count(value["landed_bytes"]),
         )
-        if len(value) != len(asdict(summary)):
+        if len(value) != len(fields(cls)):
             raise KeyError("a summary with other fields")
         return summary
 
 
-def summarize(session: SessionFiles) -> SessionSummary:
+def summarize(session: SessionFiles, landed: list[LandedName] | None = None) -> SessionSummary:
     """The session's summary, from its cache while the landed files are the ones it was made
-    from, else made from the files and kept (where the root can be written)."""
+    from, else made from the files and kept (where the root can be written). ``landed``: the
+    session's landed files as the caller listed them just now, so that a summary kept for
+    them is taken without listing them again; one is made from a listing of its own, so that
+    a read retried when a repack moved the session (``retried_when_moved``) lists afresh."""
+    if landed is not None and session.trusts_derived:
+        kept = _cached(session, session.landed_mark(landed))
+        if kept is not None:
+            return kept
     landed = session.landed()
     mark = session.landed_mark(landed)
     cached = _cached(session, mark) if session.trusts_derived else None

@@ -28,14 +28,16 @@ from asz.view.records import (
     CacheReport,
     CacheRow,
     CacheTotals,
+    CallFacts,
     Comparison,
+    RowFacts,
     Weighed,
     WriteSplit,
 )
 from asz.view.spend import by_family
 from asz.view.usage import Expectation, Usage, expectations, hit_ratio
 
-__all__ = ["UNCOMPARED", "cache_report"]
+__all__ = ["UNCOMPARED", "cache_report", "report_and_facts"]
 
 UNCOMPARED = frozenset({FIRST, UNKNOWN, UNREADABLE})
 """The bodies' outcomes that name no cause: there was nothing to compare with."""
@@ -59,18 +61,25 @@ class _Report:
         usage = facts.get("usage")
         return (usage if usage is not None else call.usage), facts
 
-    def rows(self, prices: PriceTable) -> list[CacheRow]:
+    def rows(self, prices: PriceTable) -> tuple[list[CacheRow], list[RowFacts]]:
         """A row per non-synthetic call, in the view's order, then one per landed request
-        joined to no call, in landing order."""
+        joined to no call, in landing order; and the facts of each row the analytics tables
+        take besides (:class:`asz.view.records.RowFacts`)."""
         joins = self.joined.joins
         transcript = self.joined.transcript
-        calls = [call for call in transcript.ordered_calls() if not call.synthetic]
+        numbered = [
+            (n, call)
+            for n, call in enumerate(transcript.ordered_calls(), start=1)
+            if not call.synthetic
+        ]
+        calls = [call for _n, call in numbered]
         found = {call.message_id: self.usage(call) for call in calls}
         usages = {message_id: Usage.of(usage) for message_id, (usage, _) in found.items()}
         expected = expectations(transcript, usages)
         named = named_by_lines(transcript, usages, expected)
-        rows = []
-        for call in calls:
+        rows: list[CacheRow] = []
+        facts: list[RowFacts] = []
+        for n, call in numbered:
             request_id = joins.request_of.get(call.message_id)
             request = self.joined.bodies[request_id] if request_id else None
             comparison = self.compared.comparisons.get(request_id) if request_id else None
@@ -89,6 +98,15 @@ class _Report:
                     named=named.get(call.message_id, []),
                 )
             )
+            facts.append(
+                {
+                    "call": n,
+                    "model": call.model,
+                    "version": call.version,
+                    "response_id": joins.response_of.get(call.message_id),
+                    "placed": None,
+                }
+            )
         for body in self.joined.bodies.values():
             if body.role == "request" and body.record_id not in joins.call_of:
                 comparison = self.compared.comparisons.get(body.record_id)
@@ -97,7 +115,23 @@ class _Report:
                         body, None, comparison=comparison, expectation=Expectation(), prices=prices
                     )
                 )
-        return rows
+                facts.append(self.side_facts(comparison))
+        return rows, facts
+
+    def side_facts(self, comparison: Comparison | None) -> RowFacts:
+        """A side request's facts: no call, and its place in time, the end of the call
+        before it in its chain (that of the request it follows)."""
+        previous = comparison["previous"] if comparison else None
+        message_id = self.joined.joins.call_of.get(previous) if previous else None
+        before = self.joined.transcript.calls.get(message_id) if message_id else None
+        placed = (before.last_time or before.time) if before else None
+        return {
+            "call": None,
+            "model": None,
+            "version": None,
+            "response_id": None,
+            "placed": placed,
+        }
 
 
 def _row(
@@ -191,21 +225,30 @@ def cache_report(session: Session, prices: PriceTable | None = None) -> CacheRep
     """Rows (one per call, then one per landed request joined to no call), per-session
     totals, and why the report has nothing to say of the requests when none is joined to
     its call. ``prices`` is the shipped price table when None."""
+    return report_and_facts(session, prices)[0]
+
+
+def report_and_facts(
+    session: Session, prices: PriceTable | None = None
+) -> tuple[CacheReport, CallFacts]:
+    """:func:`cache_report`, and what the analytics tables take of its rows besides, from
+    the same reading of the session (the kept report keeps both)."""
     with gc_paused():
         report = _Report(session)
-        rows = report.rows(prices or price_table())
+        rows, facts = report.rows(prices or price_table())
     problems = problems_of(report.joined, report.problems)
     totals = _totals(rows)
     totals["by_family"] = by_family(rows)
     for row in rows:
         del row["model"], row["usage"]
-    return {
+    found: CacheReport = {
         "session": session.id,
         "rows": rows,
         "totals": totals,
         "empty_because": _empty_because(report.joined, rows, problems),
         "problems": problems,
     }
+    return found, {"last_time": report.joined.transcript.last_time, "rows": facts}
 
 
 def _empty_because(joined: JoinedSession, rows: list[CacheRow], problems: list[str]) -> str | None:

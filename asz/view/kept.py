@@ -2,10 +2,11 @@
 
 Building a report reads every landed body of the session; ``asz cache`` over every session,
 and the web view, would do that for each session each time. So a report is kept in
-``<session>/cache.json`` with what it was made from (``asz.store._derived``): the mark of the
-session's landed files (``Session.landed_mark``; landed files never change once published)
-and the fingerprint of the price table. While both are the same, and the file is whole, the
-kept report is the report. The collector keeps
+``<session>/cache.json``, with the facts the analytics tables take of its rows besides (the
+same reading of the session gives them), and with what it was made from
+(``asz.store._derived``): the mark of the session's landed files (``Session.landed_mark``;
+landed files never change once published) and the fingerprint of the price table. While
+both are the same, and the file is whole, the kept report is the report. The collector keeps
 the reports of the sessions it lands after each pass, and a reader that finds one missing,
 behind or unreadable builds it again (and keeps it, where it may write). A report that met
 problems is not kept, so the next reader meets them again instead of a report hiding them.
@@ -16,21 +17,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from asz.store import DerivedFile, Problem, Session, check_derived, report_path
-from asz.view.cache import cache_report
+from asz.store import DerivedFile, LandedName, Problem, Session, check_derived, report_path
+from asz.view.cache import report_and_facts
 from asz.view.prices import PriceTable
-from asz.view.records import CacheReport
+from asz.view.records import CacheReport, CallFacts
 
 __all__ = ["KEPT_REPORT", "Reported", "check_kept", "kept_report", "reported", "session_report"]
 
-KEPT_REPORT = DerivedFile(report_path, schema=4, limit=1 << 30)
-"""Schema 3: rows carry ``output_tokens``, the cache writes by lifetime and ``stop_reason``."""
+KEPT_REPORT = DerivedFile(report_path, schema=5, limit=1 << 30)
+"""Schema 3: rows carry ``output_tokens``, the cache writes by lifetime and ``stop_reason``.
+Schema 5: the report's :class:`asz.view.records.CallFacts` are kept beside it (``facts``), so
+writing a session's analytics rows reads no transcript; a report kept without them (schema 4)
+is built again once."""
 
 
 @dataclass(frozen=True, slots=True)
 class Reported:
     report: CacheReport
     """The session's report as its landed files are now."""
+    facts: CallFacts
+    """What the analytics tables take of its rows besides."""
     before: CacheReport | None
     """The report kept before, whatever it was made from (None when there was none): what
     the collector counted already."""
@@ -52,30 +58,45 @@ def kept_report(session: Session) -> CacheReport | None:
     return report
 
 
-def reported(session: Session, prices: PriceTable, *, keep: bool = True) -> Reported:
-    """The session's report and the one kept before it, the kept file read once."""
+def reported(
+    session: Session,
+    prices: PriceTable,
+    *,
+    keep: bool = True,
+    landed: list[LandedName] | None = None,
+) -> Reported:
+    """The session's report and the one kept before it, the kept file read once.
+    ``landed``: the session's landed files as the caller listed them just now, so that they
+    are not listed again."""
     kept = KEPT_REPORT.read(session) if session.trusts_derived else None
     value = kept.value if kept is not None and _is_kept(kept.value, session) else None
     before = value["report"] if value is not None else None
-    mark = _mark(session, prices)
+    mark = _mark(session, prices, landed)
     if value is not None and kept is not None and kept.mark == mark:
-        return Reported(value["report"], before)
-    report = cache_report(session, prices)
+        return Reported(value["report"], value["facts"], before)
+    report, facts = report_and_facts(session, prices)
     if keep and not report["problems"] and mark == _mark(session, prices):
-        KEPT_REPORT.keep(session, mark, {"report": report})
-    return Reported(report, before)
+        KEPT_REPORT.keep(session, mark, {"report": report, "facts": facts})
+    return Reported(report, facts, before)
 
 
-def _mark(session: Session, prices: PriceTable) -> str:
-    """What a kept report holds for: the landed files, priced by this table."""
-    return f"{session.landed_mark()} {prices.fingerprint()}"
+def _mark(session: Session, prices: PriceTable, landed: list[LandedName] | None = None) -> str:
+    """What a kept report holds for: the landed files (listed now unless given), priced by
+    this table."""
+    return f"{session.landed_mark(landed)} {prices.fingerprint()}"
 
 
 def _is_kept(value: Any, session: Session) -> bool:
     if not isinstance(value, dict):
         return False
-    report = value.get("report")
-    return isinstance(report, dict) and report.get("session") == session.id
+    report, facts = value.get("report"), value.get("facts")
+    return (
+        isinstance(report, dict)
+        and report.get("session") == session.id
+        and isinstance(facts, dict)
+        and isinstance(facts.get("rows"), list)
+        and len(facts["rows"]) == len(report.get("rows") or ())
+    )
 
 
 def check_kept(session: Session, prices: PriceTable, problems: list[Problem]) -> None:

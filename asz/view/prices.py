@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -48,12 +48,17 @@ class PriceTable:
     source: str
     tables: tuple[tuple[tuple[str, ModelPrice], ...], ...]
     """The overrides, then the shipped prices: the first table with a match wins."""
+    _fingerprint: str = field(default="", init=False, repr=False, compare=False)
 
     def fingerprint(self) -> str:
-        """A digest of every price: a result priced by another table is priced again."""
-        import hashlib  # here: loading it is a good part of ``asz statusline``'s start
+        """A digest of every price: a result priced by another table is priced again. Made
+        once per table: every kept report's mark names it."""
+        if not self._fingerprint:
+            import hashlib  # here: loading it is a good part of ``asz statusline``'s start
 
-        return hashlib.sha256(repr(self.tables).encode()).hexdigest()[:16]
+            digest = hashlib.sha256(repr(self.tables).encode()).hexdigest()[:16]
+            object.__setattr__(self, "_fingerprint", digest)
+        return self._fingerprint
 
     def price_of(self, model: str | None) -> ModelPrice | None:
         if not model:

@@ -19,8 +19,10 @@ __all__ = [
     "CacheReport",
     "CacheRow",
     "CacheTotals",
+    "CallFacts",
     "Comparison",
     "Epoch",
+    "RowFacts",
     "ViewBody",
     "ViewCall",
     "ViewCounts",
@@ -128,6 +130,33 @@ class CacheReport(TypedDict):
     totals: CacheTotals
     empty_because: str | None
     problems: list[str]
+
+
+class RowFacts(TypedDict):
+    """What the analytics tables take of a cache report row that the report does not say
+    (``asz cache`` prints no such thing), as the view document says it."""
+
+    call: int | None
+    """The call's number in the session, as ``asz view`` numbers it (synthetic calls
+    counted); null for a landed request joined to no call."""
+    model: str | None
+    version: str | None
+    """The Claude Code version its lines name."""
+    response_id: str | None
+    """The joined response's record id."""
+    placed: str | None
+    """A landed request joined to no call: the end of the call before it in its chain (the
+    time ``asz export otlp`` places it at); null for a call, whose time is the row's."""
+
+
+class CallFacts(TypedDict):
+    """Kept beside a session's cache report (``asz.view.kept``): what writing the session's
+    analytics rows needs besides the report, so that it reads no transcript."""
+
+    last_time: str | None
+    """The session's last transcript time (the view's ``session.last_time``)."""
+    rows: list[RowFacts]
+    """One per report row, in the report's order."""
 
 
 class ViewCounts(TypedDict):

@@ -286,22 +286,22 @@ def test_a_secret_in_a_breaks_detail_reaches_no_table(landed: FactsMachine) -> N
     from asz.analytics.rows import session_rows
     from asz.redact import Policy, Redactor
     from asz.store import open_store
-    from asz.view.document import build_view
-    from asz.view.kept import session_report
+    from asz.view.kept import reported
     from asz.view.prices import price_table
 
     secret = "AKIAZ7EXAMPLE4NOTREAL"
     store = open_store(landed.root)
     session = store.session(store.sessions()[0])
-    report = session_report(session, price_table(), keep=False)
+    found = reported(session, price_table(), keep=False)
+    report = found.report
     broken = [row for row in report["rows"] if row["rewritten_tokens"] and row["message_id"]]
     assert broken, "the capture has no break to carry a detail"
     for row in broken:
         row["detail"] = f"system prompt changed: key {secret} added"
     rows = session_rows(
         session.summary(),
-        build_view(session, responses=False),
         report,
+        found.facts,
         machine="m",
         landed_files=1,
         priced_by="p",
