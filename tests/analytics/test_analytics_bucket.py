@@ -16,7 +16,7 @@ from asz.synth import SynthOptions
 
 QUERY = (
     "SELECT project, cause, count(*) AS breaks, sum(waste_usd) AS waste FROM breaks "
-    "GROUP BY ALL ORDER BY waste DESC, cause"
+    "GROUP BY ALL ORDER BY waste DESC, cause, project"  # a whole order: ties read either way
 )
 
 

@@ -209,7 +209,7 @@ def test_a_lost_window_is_reported_not_papered_over(tmp_path: Path) -> None:
     files = session.landed_in(stream_dir(SESSION, f"{PROJECT}/{SESSION}.jsonl"))
     windows = [window for _name, window in session.windows(files[:3])]
     assert len(windows) == 3
-    (Path(session.store.location) / files[1].path).unlink()
+    (Path(session.backend.location) / files[1].path).unlink()
     with pytest.raises(RestoreRefused) as refused:
         restore_session(session_of(config), tmp_path / "back")
     # The gap is named: the bytes of the lost window never landed before the next one.
@@ -296,7 +296,7 @@ def test_asz_restore_says_each_problem_and_exits_1(tmp_path: Path, run_asz: RunA
     agent.write_bytes(line(1))
     land(config)
     session = session_of(config)
-    root = Path(session.store.location)
+    root = Path(session.backend.location)
     (agent_file,) = session.landed_in(
         stream_dir(SESSION, f"{PROJECT}/{SESSION}/subagents/agent-a1.jsonl")
     )
