@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from support.archive_roots import Machine, bucket_prefix, pushed_files
+from support.archive_roots import Machine, bucket_prefix, pushed_files, without_project
 from support.s3server import BUCKET, S3Server
 
 from asz.store import REDACTED_DIR, STATE_DIR, open_store
@@ -57,15 +57,6 @@ def _local(machine: Machine, *args: str) -> bytes:
     return done.stdout
 
 
-def _without_project(report: object) -> object:
-    """A cache report less the project's directory, whose home path names the user."""
-    if isinstance(report, dict):
-        return {k: _without_project(v) for k, v in report.items() if k != "project"}
-    if isinstance(report, list):
-        return [_without_project(v) for v in report]
-    return report
-
-
 @pytest.mark.slow
 def test_the_archive_holds_redacted_files_that_every_reader_reads(
     s3: S3Server, landed: tuple[Machine, dict], tmp_path: Path
@@ -99,7 +90,7 @@ def test_the_archive_holds_redacted_files_that_every_reader_reads(
     assert verified["problems"] == [] if "problems" in verified else verified["ok"], verified
     remote = json.loads(_read(machine, config, prefix, "cache", "--json"))
     local = json.loads(_local(machine, "cache", "--json"))
-    assert _without_project(remote) == _without_project(local)  # causes, tokens, money
+    assert without_project(remote) == without_project(local)  # causes, tokens, money
     for there, here in zip(remote, local, strict=True):  # only the user name differs
         assert there["project"] != here["project"] and "«redacted:user:" in there["project"]
     sessions = json.loads(_local(machine, "sessions", "--json"))
@@ -107,7 +98,7 @@ def test_the_archive_holds_redacted_files_that_every_reader_reads(
         sid = session["id"]
         remote = json.loads(_read(machine, config, prefix, "cache", sid, "--json"))
         local = json.loads(_local(machine, "cache", sid, "--json"))
-        assert _without_project(remote) == _without_project(local)
+        assert without_project(remote) == without_project(local)
         view = _read(machine, config, prefix, "view", sid, "--json")
         assert "«redacted:" in view.decode()
     body = next(b for b in expected["bodies"] if b["session"] == sessions[0]["id"])

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 import pytest
-from support.archive_roots import Machine, bucket_prefix, is_pushed_file
+from support.archive_roots import Machine, bucket_prefix, is_pushed_file, without_project
 from support.harness import Capture, Workspace, apply_write, asz_command, plan_writes
 from support.repacking import landed_in_passes, repack, sessions, without_refs
 from support.s3server import BUCKET, CREDENTIALS, S3Server, archive_config, proxied
@@ -53,14 +53,6 @@ def _over(machine: Machine, config: Path, prefix: str, *args: str) -> bytes:
     done = _asz(machine, *args, "--root", f"s3://{BUCKET}/{prefix}", "--config", str(config))
     assert done.returncode == 0, (args, done.stdout, done.stderr)
     return done.stdout
-
-
-def _without_project(report: object) -> object:
-    if isinstance(report, dict):
-        return {k: _without_project(v) for k, v in report.items() if k != "project"}
-    if isinstance(report, list):
-        return [_without_project(v) for v in report]
-    return report
 
 
 @pytest.mark.slow
@@ -130,7 +122,7 @@ def test_a_policy_change_holds_the_session_until_reredact_adds_it_beside_the_old
         assert verified["problems"] == [], verified
         remote = json.loads(_over(machine, direct, prefix, "cache", "--json"))
         local = json.loads(_asz(machine, "cache", "--json", "--root", str(machine.root)).stdout)
-        assert _without_project(remote) == _without_project(local)
+        assert without_project(remote) == without_project(local)
         for session in store.sessions():
             body = _over(machine, direct, prefix, "body", session, requests[session]).decode()
             assert WITHHELD in body and "«redacted:" in body
@@ -198,8 +190,8 @@ def test_a_repacked_session_goes_redacted_as_its_generation(
     verified = _json(ws, "verify", "--config", str(config), root=bucket)
     assert verified["problems"] == []
     local_cache = _json(ws, "cache", root=str(ws.root))
-    assert _without_project(_json(ws, "cache", "--config", str(config), root=bucket)) == (
-        _without_project(local_cache)
+    assert without_project(_json(ws, "cache", "--config", str(config), root=bucket)) == (
+        without_project(local_cache)
     )
     for session in sessions(ws):
         view = _json(ws, "view", session, "--config", str(config), root=bucket)

@@ -15,7 +15,15 @@ from asz.synth import SynthOptions, synthesize
 from support.cli import asz_executable
 from support.s3server import BUCKET, CREDENTIALS, archive_config
 
-__all__ = ["Machine", "bucket_prefix", "is_extent", "is_pushed_file", "landed_keys", "pushed_files"]
+__all__ = [
+    "Machine",
+    "bucket_prefix",
+    "is_extent",
+    "is_pushed_file",
+    "landed_keys",
+    "pushed_files",
+    "without_project",
+]
 
 
 @dataclass
@@ -121,3 +129,13 @@ def pushed_files(held: dict[str, bytes]) -> dict[str, bytes]:
     """The objects of ``held`` that stand for landed files (:func:`is_pushed_file`): what a
     test compares with ``landed_keys``, nothing lost and nothing more."""
     return {key: data for key, data in held.items() if is_pushed_file(key)}
+
+
+def without_project(report: object) -> object:
+    """A cache report less each session's project directory, whose home path names the user
+    (redacted in an archive): what else it says is the same over a redacted bucket."""
+    if isinstance(report, dict):
+        return {k: without_project(v) for k, v in report.items() if k != "project"}
+    if isinstance(report, list):
+        return [without_project(v) for v in report]
+    return report
