@@ -63,9 +63,9 @@ from asz.store import (
     INDEX_KIND,
     MAX_CONTENT_BYTES,
     MAX_MANIFEST_BYTES,
+    PACK_STREAMS,
     REDACT_KEY_FILE,
     REDACTED_DIR,
-    SNAPSHOT,
     STATE_DIR,
     TRANSCRIPT_KIND,
     Batch,
@@ -74,6 +74,7 @@ from asz.store import (
     GenerationWriter,
     HeldBodies,
     LandedFile,
+    LandedFileError,
     LandedName,
     LocalBackend,
     Record,
@@ -82,10 +83,12 @@ from asz.store import (
     SessionBodies,
     SessionWriter,
     Store,
+    is_stream_key,
     parse_generation_dir,
     parse_landed,
     redactions_path,
     remove_unpublished,
+    windows_of,
 )
 
 __all__ = [
@@ -105,7 +108,7 @@ name no reader of sessions lists."""
 BATCH_FILES = 64
 BATCH_BYTES = 32 << 20
 """Counterparts published together after one flush, at most, as transcript windows land."""
-_KEEP_HEADER = ("source", "stream", "shape", "src", "lost")
+_KEEP_HEADER = ("source", "stream", "shape", "src", "lost", PACK_STREAMS)
 """What a counterpart's header keeps of its file's (besides kind, session, sequence)."""
 
 
@@ -127,8 +130,8 @@ class _State:
     source: HeldBodies = field(default_factory=HeldBodies)
     redacted: SessionBodies = field(default_factory=SessionBodies)
     offsets: dict[str, dict[int, int]] = field(default_factory=dict)
-    """Per stream directory: a window's start or end in the root -> the same in the
-    counterpart."""
+    """Per stream directory (by name): a window's start or end in the root -> the same in
+    the counterpart."""
     writer: SessionWriter | None = None
     """The writer of the session's counterparts in a row, and the number it gives next: one
     writer remembers the session's highest number once a batch, not once a file."""
@@ -317,13 +320,18 @@ class RedactedRoot:
             return made
         first = missing[0].seq
         kinds = {name.kind for name in missing}
-        streams = {name.path.rsplit("/", 1)[0] for name in missing if name.kind == TRANSCRIPT_KIND}
+        streams = {
+            key
+            for name in missing
+            if name.kind == TRANSCRIPT_KIND
+            for key in _stream_keys(session, name)
+        }
         state = _State()
         for name in names:
             if name.seq < first:
                 if name.kind == BODY_KIND and BODY_KIND in kinds:
                     self._follow_bodies(session, name, state)
-                elif name.kind == TRANSCRIPT_KIND and name.path.rsplit("/", 1)[0] in streams:
+                elif name.kind == TRANSCRIPT_KIND and _stream_keys(session, name) & streams:
                     self._follow_windows(session, name, state)
                 made.ready.append(name)
                 continue
@@ -362,8 +370,10 @@ class RedactedRoot:
 
     def _follow_windows(self, session: Session, name: LandedName, state: _State) -> None:
         """Maps a transcript file's windows to its counterpart's."""
-        offsets = state.offsets.setdefault(name.path.rsplit("/", 1)[0], {0: 0})
-        for raw, red in zip(session.read(name).records, self._of(name).records, strict=True):
+        landed = session.read(name)
+        records = zip(landed.records, self._of(name).records, windows_of(landed), strict=True)
+        for raw, red, window in records:
+            offsets = state.offsets.setdefault(window.key, {0: 0})
             offsets[raw.meta["off"]] = red.meta["off"]
             offsets[raw.meta["off"] + len(raw.payload)] = red.meta["off"] + len(red.payload)
 
@@ -389,7 +399,7 @@ class RedactedRoot:
         if name.kind == BODY_KIND:
             records = list(self._bodies(landed, state, hits))
         elif name.kind == TRANSCRIPT_KIND:
-            records = list(self._windows(name, landed, state, hits))
+            records = list(self._windows(landed, state, hits))
         elif name.kind == INDEX_KIND:
             records = list(self._index(landed, hits))
         else:
@@ -411,6 +421,11 @@ class RedactedRoot:
             header["source"] = self._source(source)
             if header["source"] != source:
                 header["stream_dir"] = name.path.rsplit("/", 2)[-2]
+        if name.kind == TRANSCRIPT_KIND and isinstance(listed := header.get(PACK_STREAMS), list):
+            # A pack names each stream's directory already (``key``), beside its source.
+            header[PACK_STREAMS] = [
+                {**item, "source": self._source(item["source"])} for item in listed
+            ]
         header["redacted"] = self.fingerprint
         stamp = {key: landed.header.get(key) for key in ("at", "writer")}
         if state.writer is None or state.next_seq != name.seq:
@@ -458,11 +473,11 @@ class RedactedRoot:
             yield record.meta, record.payload
 
     def _windows(
-        self, name: LandedName, landed: LandedFile, state: _State, hits: list[dict[str, Any]]
+        self, landed: LandedFile, state: _State, hits: list[dict[str, Any]]
     ) -> Iterator[tuple[dict[str, Any], bytes]]:
-        offsets = state.offsets.setdefault(name.path.rsplit("/", 1)[0], {0: 0})
-        snapshot = landed.header.get("shape") == SNAPSHOT
-        for row in landed.records:
+        for row, window in zip(landed.records, windows_of(landed), strict=True):
+            offsets = state.offsets.setdefault(window.key, {0: 0})
+            snapshot = window.snapshot
             meta = row.meta
             off, line = meta["off"], meta["line"]
             if off not in offsets:
@@ -519,6 +534,18 @@ def redacted_root(config: Config, root: Path, store: Store) -> RedactedRoot | No
 def bucket_record(path: str) -> str:
     """The archive's path of the redaction record of the landed file at ``path``."""
     return f"{BUCKET_RECORDS}/{path}.json"
+
+
+def _stream_keys(session: Session, name: LandedName) -> set[str]:
+    """The stream directories (by name) a transcript file has windows of: its own, or a
+    pack's (none when it does not read, which making it says)."""
+    key = name.path.rsplit("/", 2)[-2]
+    if is_stream_key(key):
+        return {key}
+    try:
+        return {window.key for window in windows_of(session.read(name))}
+    except LandedFileError:
+        return set()
 
 
 def _ordinary_dir(name: LandedName) -> str:

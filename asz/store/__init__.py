@@ -40,6 +40,7 @@ it is described)::
         generation-<seq>.json                  a generation's manifest: replaces numbers 1 to <seq>
         g-<seq>/                               the generation's files, in the layout above
             provider_body/provider_body-<n>.asz, provider_index/..., transcripts/s-<16 hex>/...
+            transcripts/transcript-<n>.asz     a transcript pack: windows of several streams
 
 Names starting with ``_`` at the root are never sessions. ``<seq>`` is eight or more decimal
 digits; sequence numbers are per session, shared by every kind of landed file, and never go
@@ -101,6 +102,7 @@ from asz.store._layout import (
     extent_path,
     facts_path,
     index_dir,
+    is_stream_key,
     landed_name,
     parse_extent,
     parse_generation_dir,
@@ -137,11 +139,13 @@ from asz.store._store import Store, open_store
 from asz.store._streams import (
     APPEND,
     MAIN_STREAM,
+    PACK_STREAMS,
     SNAPSHOT,
     Fresh,
     LandedWindow,
     StreamReader,
     TranscriptLine,
+    windows_of,
 )
 from asz.store._summary import SessionSummary
 from asz.store._verify import VerifyReport, check_derived
@@ -163,6 +167,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_MANIFEST_BYTES",
     "MIN_PREFIX",
+    "PACK_STREAMS",
     "PUSH_LOCK_FILE",
     "REDACTED_DIR",
     "REDACT_KEY_FILE",
@@ -238,6 +243,7 @@ __all__ = [
     "extent_path",
     "facts_path",
     "index_dir",
+    "is_stream_key",
     "landed_at",
     "landed_name",
     "landing_lock",
@@ -260,4 +266,5 @@ __all__ = [
     "stream_dir",
     "stream_key",
     "unique_prefixes",
+    "windows_of",
 ]

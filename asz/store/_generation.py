@@ -28,7 +28,7 @@ the retiring (``asz.store.retire``), so that no landing pass reads the session h
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -44,11 +44,14 @@ from asz.store._errors import Problem
 from asz.store._framing import LandedFile
 from asz.store._layout import (
     KINDS,
+    TRANSCRIPT_KIND,
+    TRANSCRIPTS_DIR,
     LandedName,
     bodies_dir,
     generation_dir,
     generation_file,
     index_dir,
+    is_stream_key,
     ordinary_path,
     parse_generation_dir,
     parse_generation_file,
@@ -56,6 +59,7 @@ from asz.store._layout import (
     session_dir,
     transcripts_dir,
 )
+from asz.store._streams import PACK_STREAMS
 from asz.store._writer import Batch, Landed, SessionWriter
 
 __all__ = [
@@ -73,6 +77,11 @@ __all__ = [
 ]
 
 FORMAT = "asz.generation/1"
+PACK_FORMAT = "asz.generation/2"
+"""The format of a manifest that names a transcript pack (a file holding windows of several
+streams, ``asz.store._streams``): a reader that does not know packs then says it cannot read
+the generation, rather than count a session without its transcripts."""
+FORMATS = (FORMAT, PACK_FORMAT)
 REMOVERS = 4
 """Files a retiring removes at once (see :func:`retire`)."""
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
@@ -95,6 +104,9 @@ class Generation:
     origin: tuple[str, str] | None = None
     """The path and SHA-256 of the session's first landed file ever, which the generation
     replaced and which an archive's claim names (``asz.archive.claims``)."""
+    streams: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Each transcript pack's stream directories (their names), by path: a pack stands for
+    each of them, its windows of that stream only."""
 
     @property
     def path(self) -> str:
@@ -105,12 +117,24 @@ class Generation:
         return generation_dir(self.session, self.replaces)
 
     def in_dir(self, directory: str) -> list[LandedName]:
-        """The generation's files that stand for the ordinary directory ``directory``."""
-        return [name for name in self.files if ordinary_dir(self.session, name) == directory]
+        """The generation's files that stand for the ordinary directory ``directory``: a pack
+        that holds its stream named for that stream alone (``LandedName.part``)."""
+        parent, _, key = directory.rpartition("/")
+        found = []
+        for name in self.files:
+            keys = self.streams.get(name.path)
+            if keys is None:
+                if ordinary_dir(self.session, name) == directory:
+                    found.append(name)
+            elif key in keys and parent == transcripts_dir(self.session):
+                found.append(LandedName(name.seq, name.kind, name.path, key))
+        return found
 
     def ordinary_dirs(self) -> set[str]:
-        """The ordinary directories the generation has files for."""
-        return {ordinary_dir(self.session, name) for name in self.files}
+        """The ordinary directories the generation has files for (a pack: its streams')."""
+        dirs = {ordinary_dir(self.session, n) for n in self.files if n.path not in self.streams}
+        base = transcripts_dir(self.session)
+        return dirs | {f"{base}/{key}" for keys in self.streams.values() for key in keys}
 
 
 def ordinary_dir(session: str, name: LandedName) -> str:
@@ -118,12 +142,22 @@ def ordinary_dir(session: str, name: LandedName) -> str:
 
 
 def encode_generation(
-    session: str, replaces: int, files: Iterable[Landed], origin: tuple[str, str] | None
+    session: str,
+    replaces: int,
+    files: Iterable[Landed],
+    origin: tuple[str, str] | None,
+    streams: Mapping[str, Sequence[str]] | None = None,
 ) -> bytes:
-    """The manifest's bytes: one JSON line naming every file (path, size, SHA-256)."""
-    listed = [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in files]
+    """The manifest's bytes: one JSON line naming every file (path, size, SHA-256, and a
+    transcript pack's stream directories)."""
+    streams = streams or {}
+    listed = [
+        {"path": f.path, "size": f.size, "sha256": f.sha256}
+        | ({"streams": list(streams[f.path])} if f.path in streams else {})
+        for f in files
+    ]
     manifest = {
-        "format": FORMAT,
+        "format": PACK_FORMAT if streams else FORMAT,
         "session": session,
         "replaces": replaces,
         "origin": None if origin is None else {"path": origin[0], "sha256": origin[1]},
@@ -142,8 +176,8 @@ def decode_generation(session: str, replaces: int, data: bytes) -> Generation:
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
         raise GenerationError("is not JSON (not whole)") from None
-    if not isinstance(value, dict) or value.get("format") != FORMAT:
-        raise GenerationError(f"is not in the format {FORMAT}")
+    if not isinstance(value, dict) or value.get("format") not in FORMATS:
+        raise GenerationError(f"is not in the format {FORMAT} or {PACK_FORMAT}")
     if value.get("session") != session or value.get("replaces") != replaces:
         raise GenerationError("names another session or number than its file name")
     listed = value.get("files")
@@ -152,6 +186,7 @@ def decode_generation(session: str, replaces: int, data: bytes) -> Generation:
     prefix = generation_dir(session, replaces) + "/"
     names: list[LandedName] = []
     digests: dict[str, tuple[int, str]] = {}
+    packs: dict[str, tuple[str, ...]] = {}
     for item in listed:
         path = item.get("path") if isinstance(item, dict) else None
         name = _landed_in(prefix, path)
@@ -162,6 +197,9 @@ def decode_generation(session: str, replaces: int, data: bytes) -> Generation:
             raise GenerationError(f"numbers {path} out of its order 1 to n")
         names.append(name)
         digests[name.path] = (size, digest)
+        keys = _pack_streams(prefix, name, item.get(PACK_STREAMS))
+        if keys is not None:
+            packs[name.path] = keys
     if names[-1].seq > replaces:
         raise GenerationError(f"has more files than the {replaces} numbers it replaces")
     origin = value.get("origin")
@@ -173,7 +211,20 @@ def decode_generation(session: str, replaces: int, data: bytes) -> Generation:
         if not isinstance(path, str) or not isinstance(digest, str):
             raise GenerationError("names its origin without a path and a SHA-256")
         first = (path, digest)
-    return Generation(session, replaces, tuple(names), digests, first)
+    return Generation(session, replaces, tuple(names), digests, first, packs)
+
+
+def _pack_streams(prefix: str, name: LandedName, listed: object) -> tuple[str, ...] | None:
+    """The stream directories a manifest's entry names for a transcript pack (None for any
+    other file); GenerationError where a pack lacks them or another file has them."""
+    pack = name.kind == TRANSCRIPT_KIND and name.path == f"{prefix}{TRANSCRIPTS_DIR}/{name.name}"
+    if listed is None and not pack:
+        return None
+    if not pack or not isinstance(listed, list) or not listed:
+        raise GenerationError(f"names {name.path} with streams it cannot hold")
+    if not all(is_stream_key(key) for key in listed) or len(set(listed)) != len(listed):
+        raise GenerationError(f"names streams of {name.path} that are not stream directories")
+    return tuple(listed)
 
 
 def _landed_in(prefix: str, path: object) -> LandedName | None:
@@ -230,6 +281,7 @@ class GenerationWriter:
         """``Session.origin`` of the session it replaces (``Generation.origin``)."""
         self.batch = Batch(backend)
         self._files: list[Landed] = []
+        self._streams: dict[str, list[str]] = {}
         self.writer = SessionWriter(
             backend,
             session,
@@ -263,6 +315,8 @@ class GenerationWriter:
         if landed.seq > self.replaces:
             raise ValueError(f"a generation replacing {self.replaces} numbers has more files")
         self._files.append(landed)
+        if kind == TRANSCRIPT_KIND and PACK_STREAMS in header:
+            self._streams[landed.path] = [item["key"] for item in header[PACK_STREAMS]]
         return landed
 
     def commit(self) -> Generation:
@@ -271,7 +325,9 @@ class GenerationWriter:
         if not self._files:
             raise ValueError("a generation holds at least one file")
         self.batch.commit()
-        data = encode_generation(self.session, self.replaces, self._files, self.origin)
+        data = encode_generation(
+            self.session, self.replaces, self._files, self.origin, self._streams
+        )
         return decode_generation(self.session, self.replaces, data)
 
     def publish(self) -> Generation:
@@ -279,7 +335,9 @@ class GenerationWriter:
         when a generation replacing the same numbers was published before. The caller holds
         ``landing_lock``."""
         generation = self.commit() if len(self.batch) else None
-        data = encode_generation(self.session, self.replaces, self._files, self.origin)
+        data = encode_generation(
+            self.session, self.replaces, self._files, self.origin, self._streams
+        )
         backend = self.backend
         temp = backend.write_temp(generation_file(self.session, self.replaces), data)
         try:

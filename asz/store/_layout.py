@@ -51,6 +51,7 @@ __all__ = [
     "generation_dir",
     "generation_file",
     "index_dir",
+    "is_stream_key",
     "landed_name",
     "manifests_path",
     "ordinary_path",
@@ -118,6 +119,7 @@ REDACTIONS_SUFFIX = ".redactions.json"
 _LANDED_NAME = re.compile(r"^([a-z_]+)-(\d{8,})\.asz$")
 _GENERATION_DIR = re.compile(r"^g-(\d{8,})$")
 _GENERATION_FILE = re.compile(r"^generation-(\d{8,})\.json$")
+_STREAM_KEY = re.compile(r"^s-[0-9a-f]{16}$")
 
 
 class NotASession(ValueError):
@@ -131,6 +133,10 @@ class LandedName:
     seq: int
     kind: str
     path: str
+    part: str = ""
+    """For a transcript pack (a file of a generation holding windows of several streams of
+    the session, ``asz.store._streams``) named for one stream directory: that directory's
+    name, whose windows alone the name stands for; "" for a whole file."""
 
     @property
     def name(self) -> str:
@@ -160,6 +166,11 @@ def stream_key(relpath: str) -> str:
     """The directory a transcript source lands in, from its path under the projects dir: any
     name, however odd, maps to a safe directory name, and a source always to the same one."""
     return STREAM_PREFIX + hashlib.sha256(relpath.encode()).hexdigest()[:16]
+
+
+def is_stream_key(name: object) -> bool:
+    """Whether ``name`` is a stream directory's name as :func:`stream_key` makes them."""
+    return isinstance(name, str) and _STREAM_KEY.match(name) is not None
 
 
 def stream_dir(session: str, relpath: str) -> str:

@@ -53,11 +53,12 @@ from asz.store._layout import (
     bodies_dir,
     index_dir,
     seq_file,
+    transcripts_dir,
 )
 from asz.store._root import state_lock
 from asz.store._session import Session
 from asz.store._store import Store
-from asz.store._streams import APPEND, SNAPSHOT
+from asz.store._streams import APPEND, PACK_STREAMS, SNAPSHOT
 
 __all__ = [
     "LEVEL",
@@ -70,6 +71,8 @@ __all__ = [
     "repack_session",
 ]
 
+PACK_BYTES = 32 * 1024 * 1024
+"""The most bytes of windows one transcript pack holds: a reader holds a file whole."""
 LEVEL = 12
 """zstd level of a repacked file: a session is repacked once, when it is quiet, so it may cost
 more than landing (level 6, 3 for transcripts). Measured on repacked files (docs/operations.md):
@@ -251,11 +254,12 @@ def _plan(
     index = session.landed(INDEX_KIND)
     if index:
         units += _index_units(session, index, budgets[INDEX_KIND], contents)
-    for directory in session.stream_dirs():
-        stream = session.landed_in(directory)
-        if stream:
-            budget = budgets[TRANSCRIPT_KIND]
-            units.append(_stream_unit(session, directory, stream, budget, contents))
+    streams = [
+        _stream(session, directory, names, budgets[TRANSCRIPT_KIND], contents)
+        for directory in session.stream_dirs()
+        if (names := session.landed_in(directory))
+    ]
+    units += _packs(session, sorted(streams, key=lambda stream: stream.first))
     if session.problems or not names:
         raise Damaged(_said(session.problems) or "it holds no landed file")
     return contents, units
@@ -298,37 +302,81 @@ def _index_units(
     return units
 
 
-def _stream_unit(
+@dataclass(slots=True)
+class _Stream:
+    """One stream of the session as a pack lists it, and its windows, from the number of
+    its first old file."""
+
+    first: int
+    entry: dict[str, Any]
+    windows: list[tuple[dict[str, Any], bytes]]
+
+
+def _stream(
     session: Session, directory: str, names: list[LandedName], budget: int, contents: _Contents
-) -> _Unit:
-    """One stream's bytes in windows of complete lines up to ``budget`` (a longer line alone),
-    one window a file; a sidecar's copies, each whole, as many a file as fit."""
-    header: dict[str, Any] = {}
+) -> _Stream:
+    """One stream's bytes in windows of complete lines up to ``budget`` (a longer line
+    alone); a sidecar's copies, each whole."""
+    entry: dict[str, Any] = {}
     data: list[bytes] = []
     copies: list[tuple[dict[str, Any], bytes]] = []
     problems: list[Problem] = []
     for name, window, fresh in session.stream(names, problems):
-        if not header:
+        if not entry:
             shape = SNAPSHOT if window.snapshot else APPEND
-            header = {"source": window.source, "stream": window.stream, "shape": shape}
+            key = directory.rsplit("/", 1)[-1]
+            entry = {"key": key, "source": window.source, "stream": window.stream, "shape": shape}
         if fresh is None:
             copies.append((_window_meta(window.payload, 0, 1), window.payload))
         elif fresh.misfit:
             raise Damaged(f"{session.backend.describe(name.path)}: {fresh.misfit}")
         else:
             data.append(fresh.data)
-    if problems or not header:
+    if problems or not entry:
         raise Damaged(_said(problems) or f"{directory} holds no window")
     whole = b"".join(data)
-    if header["shape"] == SNAPSHOT:
-        files = list(packed(copies, budget))
+    if entry["shape"] == SNAPSHOT:
+        windows = copies
         contents.source_bytes += sum(len(payload) for _, payload in copies)
     else:
-        files = [[window] for window in _windows(whole, budget)]
+        windows = list(_windows(whole, budget))
         contents.source_bytes += len(whole)
     digests = (*(meta["sha256"] for meta, _ in copies), hashlib.sha256(whole).hexdigest())
-    contents.streams[header["source"]] = (*digests, str(whole.count(b"\n")))
-    return _Unit(names[0].seq, TRANSCRIPT_KIND, directory, header, files)
+    contents.streams[entry["source"]] = (*digests, str(whole.count(b"\n")))
+    return _Stream(names[0].seq, entry, windows)
+
+
+def _packs(session: Session, streams: list[_Stream]) -> Iterator[_Unit]:
+    """The session's streams, in the order they first landed, as transcript packs: each
+    holds windows of several streams (its header lists them, each window names its own),
+    up to ``PACK_BYTES``, so that a subagent's stream compresses against its session's."""
+    if not streams:
+        return
+    first, directory = streams[0].first, transcripts_dir(session.id)
+    listed: dict[str, int] = {}
+    records: list[tuple[dict[str, Any], bytes]] = []
+    size = 0
+    for stream in streams:
+        for meta, payload in stream.windows:
+            if records and size + len(payload) > PACK_BYTES:
+                yield _pack_unit(first, directory, listed, streams, records)
+                listed, records, size = {}, [], 0
+            which = listed.setdefault(stream.entry["key"], len(listed))
+            records.append(({"s": which, **meta}, payload))
+            size += len(payload)
+    yield _pack_unit(first, directory, listed, streams, records)
+
+
+def _pack_unit(
+    first: int,
+    directory: str,
+    listed: dict[str, int],
+    streams: list[_Stream],
+    records: list[tuple[dict[str, Any], bytes]],
+) -> _Unit:
+    entries = {stream.entry["key"]: stream.entry for stream in streams}
+    header = {PACK_STREAMS: [entries[key] for key in listed]}
+    return _Unit(first, TRANSCRIPT_KIND, directory, header, [records])
 
 
 def _windows(data: bytes, budget: int) -> Iterator[tuple[dict[str, Any], bytes]]:

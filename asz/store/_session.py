@@ -190,13 +190,22 @@ class Session(SessionFiles):
         """The lines of :meth:`transcript_lines` past those of ``given`` (each source's last
         line number given)."""
         streams = [self.landed_in(directory) for directory in self.stream_dirs()]
-        streams.sort(key=lambda names: names[0].seq if names else 0)
+        streams.sort(key=self._first_landed)
         for names in streams:
             for _name, window, fresh in self.stream(names):
                 if fresh is not None:
                     for start, number, data in split_lines(fresh):
                         if number > given.get(window.source, 0):
                             yield TranscriptLine(window.stream, window.source, number, start, data)
+
+    def _first_landed(self, names: list[LandedName]) -> tuple[int, int]:
+        """Where a stream's files first landed: its first file's number, and within a pack,
+        which holds several streams in the order they first landed, its place there."""
+        if not names:
+            return 0, 0
+        generation = self.generation()
+        keys = () if generation is None else generation.streams.get(names[0].path, ())
+        return names[0].seq, keys.index(names[0].part) if names[0].part in keys else 0
 
     @retried_when_moved
     def facts(self) -> SessionFacts:

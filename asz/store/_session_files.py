@@ -138,6 +138,8 @@ class SessionFiles:
         if generation is not None:
             self._generation = (generation, [])
         self._given = generation is not None
+        self._pack: tuple[str, LandedFile] | None = None
+        """The transcript pack read last: read for each stream it holds, it is read once."""
         self._moves: int | None = None
         """Within a read that starts again when the session moves (``again_when_moved``):
         how many more times it may; None outside one."""
@@ -176,6 +178,7 @@ class SessionFiles:
         """Forgets what was read of the session's files, so that it is read again from its
         newest generation: for a reader that met a file a repack retired."""
         self._generation = None
+        self._pack = None
         self._manifests = None
         self._response_pieces = set()
         self._sequence_checked = False
@@ -326,8 +329,12 @@ class SessionFiles:
         if kind in (None, INDEX_KIND):
             found += self.landed_in(index_dir(self.id))
         if kind in (None, TRANSCRIPT_KIND):
-            for directory in self.stream_dirs():
-                found += self.landed_in(directory)
+            # A pack stands for each stream it holds; as a file of the session, it is one.
+            found += {
+                LandedName(name.seq, name.kind, name.path)
+                for directory in self.stream_dirs()
+                for name in self.landed_in(directory)
+            }
         return sorted(name for name in found if kind is None or name.kind == kind)
 
     def landed_mark(self, names: Iterable[LandedName] | None = None) -> str:
@@ -354,6 +361,8 @@ class SessionFiles:
 
     def read(self, name: LandedName) -> LandedFile:
         """One landed file, checked whole; LandedFileError when it does not hold."""
+        if name.part and self._pack is not None and self._pack[0] == name.path:
+            return self._pack[1]
         where = self.backend.describe(name.path)
         try:
             data = self.backend.read(name.path, MAX_CONTENT_BYTES)
@@ -364,7 +373,10 @@ class SessionFiles:
             self.progress.advance(1, 0)
             raise LandedFileError(where, str(why)) from None
         self.progress.advance(1, len(data))
-        return decode_file(where, data)
+        landed = decode_file(where, data)
+        if name.part:
+            self._pack = (name.path, landed)
+        return landed
 
     def files(
         self, names: Iterable[LandedName], problems: list[Problem] | None = None
@@ -471,6 +483,9 @@ class SessionFiles:
         replaces that number (whether or not the file is there)."""
         generation = self.generation()
         if generation is not None and seq <= generation.replaces:
+            for name in generation.in_dir(directory):
+                if name.seq == seq and name.part:
+                    return name  # a transcript pack
             base = session_dir(self.id) + "/"
             directory = f"{generation.directory}/{directory[len(base) :]}"
         return LandedName(seq, kind, f"{directory}/{landed_name(kind, seq)}")
@@ -484,7 +499,8 @@ class SessionFiles:
     def windows(
         self, names: Iterable[LandedName], problems: list[Problem] | None = None
     ) -> Iterator[tuple[LandedName, LandedWindow]]:
-        """The windows of the transcript files ``names`` that hold, in the order given."""
+        """The windows of the transcript files ``names`` that hold, in the order given (of a
+        pack named for one stream, that stream's)."""
         for name, landed in self.files(names, problems):
             try:
                 windows = windows_of(landed, self.id)
@@ -492,7 +508,8 @@ class SessionFiles:
                 self.problem(err.path, err.row, err.why, problems)
                 continue
             for window in windows:
-                yield name, window
+                if not name.part or window.key == name.part:
+                    yield name, window
 
     def stream(
         self, names: Iterable[LandedName], problems: list[Problem] | None = None

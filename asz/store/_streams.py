@@ -22,13 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from asz.store._framing import LandedFile, LandedFileError
-from asz.store._layout import TRANSCRIPT_KIND, stream_key
+from asz.store._layout import TRANSCRIPT_KIND, is_stream_key, stream_key
 
 __all__ = [
     "APPEND",
     "MAIN_STREAM",
+    "PACK_STREAMS",
     "SNAPSHOT",
     "Fresh",
     "LandedWindow",
@@ -41,6 +43,8 @@ __all__ = [
 MAIN_STREAM = "main"
 APPEND = "append"
 SNAPSHOT = "snapshot"
+PACK_STREAMS = "streams"
+"""The header field of a transcript pack that lists the streams it holds (:func:`windows_of`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,22 +96,32 @@ def windows_of(landed: LandedFile, session: str | None = None) -> list[LandedWin
     """The windows of one landed transcript file; LandedFileError when it does not hold.
 
     With ``session`` given, a file whose header names another session does not hold either.
+    A file is one stream's (its header names the source), or a *pack* of a generation, which
+    holds windows of several streams of the session (its header lists them in ``streams``,
+    each record names its own by place in that list, ``s``), so that they compress together.
     """
     header, path = landed.header, landed.path
-    source, stream, shape = header.get("source"), header.get("stream"), header.get("shape")
-    if header.get("kind") != TRANSCRIPT_KIND or not isinstance(source, str) or not source:
+    if header.get("kind") != TRANSCRIPT_KIND:
         raise LandedFileError(path, "is not a transcript file (kind or source missing)")
-    if not isinstance(stream, str) or shape not in (APPEND, SNAPSHOT):
-        raise LandedFileError(path, "has a transcript header without stream or shape")
     if session is not None and header.get("session") != session:
         raise LandedFileError(path, f"names session {header.get('session')!r}, not {session}")
-    named = header.get("stream_dir")
-    key = named if "redacted" in header and isinstance(named, str) else stream_key(source)
+    listed = header.get(PACK_STREAMS)
+    redacted = "redacted" in header
+    if listed is None:
+        named = header.get("stream_dir") if redacted else None
+        streams = [_stream_of(path, header, named, pack=False, redacted=redacted)]
+    elif isinstance(listed, list) and listed and all(isinstance(s, dict) for s in listed):
+        streams = [
+            _stream_of(path, item, item.get("key"), pack=True, redacted=redacted) for item in listed
+        ]
+    else:
+        raise LandedFileError(path, "has a pack header without its streams")
     windows = []
     for record in landed.records:
         meta = record.meta
         off, line, lines = meta.get("off"), meta.get("line"), meta.get("lines")
         digest = meta.get("sha256")
+        which = meta.get("s", 0) if listed is not None else 0
         if not (
             isinstance(off, int)
             and isinstance(line, int)
@@ -117,12 +131,15 @@ def windows_of(landed: LandedFile, session: str | None = None) -> list[LandedWin
             raise LandedFileError(path, "has a window without off, line or lines", record.row)
         if not isinstance(digest, str):
             raise LandedFileError(path, "has a window without its sha256", record.row)
+        if type(which) is not int or not 0 <= which < len(streams):
+            raise LandedFileError(path, "has a window of no stream its header lists", record.row)
+        source, stream, snapshot, key = streams[which]
         windows.append(
             LandedWindow(
                 seq=landed.seq,
                 source=source,
                 stream=stream,
-                snapshot=shape == SNAPSHOT,
+                snapshot=snapshot,
                 off=off,
                 line=line,
                 lines=lines,
@@ -132,6 +149,29 @@ def windows_of(landed: LandedFile, session: str | None = None) -> list[LandedWin
             )
         )
     return windows
+
+
+def _stream_of(
+    path: str, fields: dict[str, Any], named: object, *, pack: bool, redacted: bool
+) -> tuple[str, str, bool, str]:
+    """A stream as a header names it: its source, stream, whether it is a snapshot, and the
+    name of its stream directory: ``named`` where given (a redacted file's, whose source is
+    redacted; a pack's, which names each stream's, its source's unless redacted)."""
+    source, stream, shape = fields.get("source"), fields.get("stream"), fields.get("shape")
+    if not isinstance(source, str) or not source:
+        raise LandedFileError(path, "is not a transcript file (kind or source missing)")
+    if not isinstance(stream, str) or shape not in (APPEND, SNAPSHOT):
+        raise LandedFileError(path, "has a transcript header without stream or shape")
+    if not pack:
+        return (
+            source,
+            stream,
+            shape == SNAPSHOT,
+            named if isinstance(named, str) else stream_key(source),
+        )
+    if not is_stream_key(named) or (not redacted and named != stream_key(source)):
+        raise LandedFileError(path, f"names a stream directory {named!r} not its source's")
+    return source, stream, shape == SNAPSHOT, str(named)
 
 
 @dataclass(slots=True)

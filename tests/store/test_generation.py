@@ -7,8 +7,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from asz.store._generation import GenerationError, decode_generation, encode_generation
-from asz.store._layout import generation_dir, ordinary_path
+from asz.store._generation import (
+    FORMAT,
+    PACK_FORMAT,
+    GenerationError,
+    decode_generation,
+    encode_generation,
+)
+from asz.store._layout import generation_dir, ordinary_path, transcripts_dir
 from asz.store._writer import Landed
 
 SESSION = "11111111-2222-4333-8444-555555555555"
@@ -66,6 +72,54 @@ def test_any_bytes_are_a_generation_or_refused_with_why(data: bytes) -> None:
 )
 def test_a_manifest_that_does_not_hold_is_refused(change) -> None:
     manifest = orjson.loads(encode_generation(SESSION, 3, landed(3, 2), None))
+    change(manifest)
+
+    with pytest.raises(GenerationError):
+        decode_generation(SESSION, 3, orjson.dumps(manifest))
+
+
+KEYS = ("s-0123456789abcdef", "s-fedcba9876543210")
+
+
+def packed(replaces: int) -> tuple[list[Landed], dict[str, list[str]]]:
+    """A body file, then a transcript pack holding two streams."""
+    base = generation_dir(SESSION, replaces)
+    pack = f"{base}/transcripts/transcript-00000002.asz"
+    body = Landed(1, f"{base}/{BODY}", 10, "0" * 64)
+    return [body, Landed(2, pack, 20, "1" * 64)], {pack: list(KEYS)}
+
+
+def test_a_pack_stands_for_each_stream_it_holds() -> None:
+    files, streams = packed(3)
+    data = encode_generation(SESSION, 3, files, None, streams)
+
+    generation = decode_generation(SESSION, 3, data)
+
+    assert orjson.loads(data)["format"] == PACK_FORMAT
+    assert orjson.loads(encode_generation(SESSION, 3, files[:1], None))["format"] == FORMAT
+    for key in KEYS:
+        [name] = generation.in_dir(f"{transcripts_dir(SESSION)}/{key}")
+        assert (name.seq, name.path, name.part) == (2, files[1].path, key)
+    assert generation.in_dir(f"{transcripts_dir(SESSION)}/s-0000000000000000") == []
+    assert generation.ordinary_dirs() == {
+        f"{SESSION}/provider_body",
+        *(f"{transcripts_dir(SESSION)}/{key}" for key in KEYS),
+    }
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda m: m["files"][1].pop("streams"),
+        lambda m: m["files"][1].update(streams=[]),
+        lambda m: m["files"][1].update(streams=["../x"]),
+        lambda m: m["files"][1].update(streams=[KEYS[0], KEYS[0]]),
+        lambda m: m["files"][0].update(streams=[KEYS[0]]),
+    ],
+)
+def test_a_pack_without_its_streams_or_a_file_with_streams_is_refused(change) -> None:
+    files, streams = packed(3)
+    manifest = orjson.loads(encode_generation(SESSION, 3, files, None, streams))
     change(manifest)
 
     with pytest.raises(GenerationError):
