@@ -134,7 +134,7 @@ from asz.store._session_facts import (
     open_facts,
     save_facts,
 )
-from asz.store._session_files import BodyManifest
+from asz.store._session_files import BodyManifest, SessionMoved
 from asz.store._store import Store, open_store
 from asz.store._streams import (
     APPEND,
@@ -222,6 +222,7 @@ __all__ = [
     "Session",
     "SessionBodies",
     "SessionFacts",
+    "SessionMoved",
     "SessionSummary",
     "SessionWriter",
     "StorageUnavailable",

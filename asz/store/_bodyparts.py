@@ -45,16 +45,27 @@ class BodyParts:
     def __init__(self, session: SessionFiles) -> None:
         self.session = session
         self._held = HeldBodies(rebuild_checked=False)
-        self._loader = BodyLoader(session, self._held)
 
     def walk(self) -> Iterator[tuple[str, str]]:
         """``(record id, role)`` of every landed body whose record holds, in landing order;
-        each is held while it is given, and a request for a while after (see the module)."""
+        each is held while it is given, and a request for a while after (see the module).
+        When a repack moves the session half way, the walk goes on from its newest
+        generation, past the bodies given (``SessionFiles.iterated_when_moved``)."""
+        given: set[str] = set()
+        for record_id, role in self.session.iterated_when_moved(lambda: self._walk(given)):
+            given.add(record_id)
+            yield record_id, role
+
+    def _walk(self, given: set[str]) -> Iterator[tuple[str, str]]:
+        """The walk from the start of the session's files as listed now, holding what the
+        first walk would, giving only what is not in ``given``."""
+        self._held = HeldBodies(rebuild_checked=False)
+        loader = BodyLoader(self.session, self._held)
         problems = len(self.session.problems)
         latest: deque[str] = deque(maxlen=KEPT_REQUESTS)
-        given: set[str] = set()
+        seen: set[str] = set()
         let_go: set[str] = set()
-        for _name, landed in self.session.files(self._loader.names):
+        for _name, landed in self.session.files(loader.names):
             for record in landed.records:
                 meta = record.meta
                 copy = _copy_named(meta)
@@ -62,23 +73,23 @@ class BodyParts:
                     del self.session.problems[problems:]  # the walk again says them once
                     yield from self._walk_holding_all(given)
                     return
-                self._loader.take(landed, record)
+                loader.take(landed, record)
                 record_id = str(meta.get("id"))
-                if record_id in given or not self._held.holds(record_id):
+                if record_id in seen or not self._held.holds(record_id):
                     continue
-                given.add(record_id)
+                seen.add(record_id)
                 role = self._held.role(record_id)
                 if role == "request":
                     latest.append(record_id)
-                yield record_id, role
-                if len(given) % max(1, KEPT_REQUESTS // 2) == 0:
+                if record_id not in given:
+                    yield record_id, role
+                if len(seen) % max(1, KEPT_REQUESTS // 2) == 0:
                     let_go |= self._let_go(latest)
 
     def _walk_holding_all(self, given: set[str]) -> Iterator[tuple[str, str]]:
         """The walk again from the start, forgetting nothing, past what was given."""
         self._held = HeldBodies(rebuild_checked=False)
-        self._loader = BodyLoader(self.session, self._held)
-        self._loader.load_all()
+        BodyLoader(self.session, self._held).load_all()
         for record_id in self._held.record_ids():
             if record_id not in given:
                 yield record_id, self._held.role(record_id)

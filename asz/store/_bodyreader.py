@@ -113,6 +113,7 @@ class BodyReader:
                 pass
         body = self._through_loader(record_id)
         if body is None:
+            self.session.gone()  # listed before a repack moved the session: read it again
             session, said = self.session.id, self.session.problems_said()
             if record_id in self.session.manifests():
                 # Landed, but its record does not hold against what the session holds.

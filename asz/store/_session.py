@@ -32,7 +32,7 @@ from asz.store._layout import (
 )
 from asz.store._resolve import bodies_starting, body_text, only
 from asz.store._session_facts import SessionFacts, load_facts
-from asz.store._session_files import BodyManifest, SessionFiles, SessionMoved, retried_when_moved
+from asz.store._session_files import BodyManifest, SessionFiles, retried_when_moved
 from asz.store._streams import (
     TranscriptLine,
     split_lines,
@@ -160,29 +160,9 @@ class Session(SessionFiles):
         the order they first landed. Snapshots are not lines; a damaged file's lines are
         missing rather than wrong (the line numbers show where). When a repack moves the
         session half way, the lines go on from the newest generation where they were
-        (:func:`retried_when_moved`, which holds only while a line is being read: the caller
-        may read the session otherwise between two lines)."""
+        (``iterated_when_moved``)."""
         given: dict[str, int] = {}
-        lines = self._lines_past(given)
-        moves = 1
-        while True:
-            outer = self._moves is None
-            if outer:
-                self._moves = moves
-            try:
-                line = next(lines)
-            except StopIteration:
-                return
-            except SessionMoved:
-                if not outer or not moves:
-                    raise
-                moves = 0
-                self.renew()
-                lines = self._lines_past(given)
-                continue
-            finally:
-                if outer:
-                    self._moves = None
+        for line in self.iterated_when_moved(lambda: self._lines_past(given)):
             given[line.source] = line.line
             yield line
 

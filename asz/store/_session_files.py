@@ -138,6 +138,8 @@ class SessionFiles:
         if generation is not None:
             self._generation = (generation, [])
         self._given = generation is not None
+        self._renewals = 0
+        """How many times the session was read afresh (``renew``)."""
         self._pack: tuple[str, LandedFile] | None = None
         """The transcript pack read last: read for each stream it holds, it is read once."""
         self._moves: int | None = None
@@ -174,10 +176,48 @@ class SessionFiles:
         finally:
             self._moves = None
 
+    def iterated_when_moved(self, start: Callable[[], Iterator[R]]) -> Iterator[R]:
+        """The items of ``start()``, an iteration over the session, made again once by
+        ``start()`` from the session's newest generation when a repack moved the session
+        under it, with the problems said on the way taken back: ``start`` skips what was
+        given before (the caller keeps that). As :meth:`again_when_moved`, but only while an
+        item is being made: the caller may read the session otherwise between two items, and
+        when such a read found the session moved and read it afresh, the iteration starts
+        again from there too (what it listed is gone)."""
+        said = len(self.problems)
+        items = start()
+        renewals = self._renewals
+        moves = 1
+        while True:
+            outer = self._moves is None
+            if outer and moves and self._renewals != renewals:
+                moves = 0
+                del self.problems[said:]
+                items, renewals = start(), self._renewals
+            if outer:
+                self._moves = moves
+            try:
+                item = next(items)
+            except StopIteration:
+                return
+            except SessionMoved:
+                if not outer or not moves:
+                    raise
+                moves = 0
+                del self.problems[said:]
+                self.renew()
+                items, renewals = start(), self._renewals
+                continue
+            finally:
+                if outer:
+                    self._moves = None
+            yield item
+
     def renew(self) -> None:
         """Forgets what was read of the session's files, so that it is read again from its
         newest generation: for a reader that met a file a repack retired."""
         self._generation = None
+        self._renewals += 1
         self._pack = None
         self._manifests = None
         self._response_pieces = set()
@@ -192,9 +232,10 @@ class SessionFiles:
         held = self.generation()
         return (0 if newest is None else newest.replaces) != (0 if held is None else held.replaces)
 
-    def _gone(self) -> None:
-        """A file counted is gone: raises :class:`SessionMoved` when a repack moved the session and
-        the read may start again (:func:`retried_when_moved`)."""
+    def gone(self) -> None:
+        """A file counted is gone, or what a read looks for is not in the files it listed:
+        raises :class:`SessionMoved` when a repack moved the session since and the read may
+        start again (:func:`retried_when_moved`)."""
         if self._moves and self._moved():
             raise SessionMoved
 
@@ -275,7 +316,7 @@ class SessionFiles:
         assert self._generation is not None
         problems = [*self._generation[1], *self._generation_gone(generation)]
         if problems:
-            self._gone()
+            self.gone()
         floor = 0 if generation is None else generation.replaces
         if not _missing(every, highest, floor):
             return problems
@@ -285,7 +326,7 @@ class SessionFiles:
         ]
         if not missing:
             return problems
-        self._gone()
+        self.gone()
         top = max(highest, every[-1].seq if every else 0)
         where = self.backend.describe(session_dir(self.id))
         spans = ", ".join(str(a) if a == b else f"{a} to {b}" for a, b in missing)
@@ -356,7 +397,7 @@ class SessionFiles:
         try:
             return self.backend.size(name.path)
         except FileNotFoundError:
-            self._gone()
+            self.gone()
             return 0
 
     def read(self, name: LandedName) -> LandedFile:
@@ -368,7 +409,7 @@ class SessionFiles:
             data = self.backend.read(name.path, MAX_CONTENT_BYTES)
         except OSError as err:
             if err.errno == errno.ENOENT:
-                self._gone()
+                self.gone()
             why = err.strerror if err.errno == errno.EFBIG else f"cannot be opened: {err.strerror}"
             self.progress.advance(1, 0)
             raise LandedFileError(where, str(why)) from None

@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 from support.harness import Capture, Workspace, apply_write, plan_writes, wait_for
 from support.reading import read_whole, rounds
-from support.repacking import repack, sessions
+from support.repacking import landed_in_passes, repack, sessions
+
+from asz.store import open_store
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -71,3 +73,23 @@ def test_a_reader_never_meets_a_problem_while_repacks_retire_what_it_counted(
     read = rounds(out)
     assert len(read) >= 9
     assert [r for r in read if r["problems"]] == []
+
+
+def test_a_walk_of_body_parts_goes_on_from_the_new_generation(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    landed_in_passes(ws, Capture.make(tmp_path / "capture", seed=5, sessions=1, turns=3), 4)
+    (session_id,) = sessions(ws)
+    expected = list(open_store(ws.root).open_session(session_id).body_parts().walk())
+    session = open_store(ws.root).open_session(session_id)
+    parts = session.body_parts()
+    walk = parts.walk()
+    first = next(walk)
+
+    assert repack(ws, session_id)["sessions"][0]["state"] == "repacked"
+    walked = [first]
+    for record_id, role in walk:
+        walked.append((record_id, role))
+        assert parts.span(record_id, 0, parts.size(record_id)) == session.body(record_id)
+
+    assert walked == expected
+    assert session.problems == []

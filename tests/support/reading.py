@@ -4,7 +4,8 @@
     python -m support.reading ROOT SESSION OUT STOP
 
 Each time round it opens the session afresh and reads all of it through the store's readers
-(``asz verify`` of it, every body, transcript, line and index line, its facts and summary),
+(``asz verify`` of it, every body, transcript, line and index line, its facts and summary,
+every body's parts as the view's comparisons walk them),
 then appends a JSON line to ``OUT``: the round's number and every problem or failure it
 met. It stops once the file ``STOP`` exists.
 """
@@ -35,6 +36,9 @@ def read_whole(root: Path, session_id: str) -> list[str]:
         session.index_lines()
         session.facts()
         session.summary()
+        parts = session.body_parts()
+        for record_id, _role in parts.walk():
+            parts.span(record_id, 0, parts.size(record_id))
     except Exception as err:  # every failure is what the reader reports
         return [*map(str, session.problems), f"{type(err).__name__}: {err}"]
     return checked + [str(problem) for problem in session.problems]
