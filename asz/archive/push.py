@@ -203,7 +203,17 @@ class Pusher:
             owned = self._claim(workers, record, going, tally)
             mine = [item for item in going if item.session in owned]
             mine, extended = self._extents(workers, record, mine, known, tally)
-            self._files(workers, record, mine, known, tally, extended=extended)
+            moved: set[str] = set()
+            self._files(workers, record, mine, known, tally, extended=extended, moved=moved)
+            if moved:
+                # A repack retired files this push had listed: those sessions go again,
+                # once, as they are now (the record skips what went).
+                again = self._admitted(record, PushTally(tally.archive))
+                again = [item for item in again if item.session in moved]
+                todo = [item for item in todo if item.session not in moved] + again
+                known = self._known(workers, record, again, tally, relist)
+                again, extended = self._extents(workers, record, again, known, tally)
+                self._files(workers, record, again, known, tally, extended=extended)
             self._manifests(record, tally)
         except Halted:
             pass
@@ -517,13 +527,16 @@ class Pusher:
         tally: PushTally,
         *,
         extended: dict[str, str],
+        moved: set[str] | None = None,
     ) -> None:
         """Each session's files in sequence order, one at a time until the first one this
         push creates, then all at once. A copy of the root that diverged from the one that
         pushed (the same session, other files from some sequence number on) meets its first
         file of another root's there as a conflict, and sends nothing after it: a session
         in the bucket never continues one root's sequence with another's files, and the
-        extent this push created for it (``extended``) is taken back."""
+        extent this push created for it (``extended``) is taken back. A session a repack
+        moved meanwhile (a file gone that it no longer counts) sends nothing more and is
+        put in ``moved``, when given, rather than failed."""
         left = {item.session: deque(item.names) for item in todo}
         before = {path: name for item in todo for path, name in item.before.items()}
         serial = set(left)
@@ -536,6 +549,10 @@ class Pusher:
         for session in left:
             send(session)
         for (session, path), outcome in workers.finished(GRACE):
+            if moved is not None and self._retired(session, path, outcome):
+                moved.add(session)
+                left[session].clear()
+                continue
             if isinstance(outcome, BaseException):
                 self._failed(tally, self.url.key(path), outcome)
                 if session in serial:
@@ -562,6 +579,14 @@ class Pusher:
                     send(session)
             elif left[session]:
                 send(session)
+
+    def _retired(self, session: str, path: str, outcome: object) -> bool:
+        """Whether a file's send failed because a repack retired the file (or the one
+        before it) since the push listed it: the session no longer counts it."""
+        if not isinstance(outcome, FileNotFoundError):
+            return False
+        counted = {name.path for name in self.store.open_session(session).landed()}
+        return path not in counted
 
     def _manifests(self, record: PushRecord, tally: PushTally) -> None:
         """Each generation whose files are all in the bucket now gets its manifest, last

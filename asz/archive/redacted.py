@@ -81,6 +81,7 @@ from asz.store import (
     Repeat,
     Session,
     SessionBodies,
+    SessionMoved,
     SessionWriter,
     Store,
     is_stream_key,
@@ -303,7 +304,13 @@ class RedactedRoot:
         return [(r.meta, r.payload) for r in ours] != [(r.meta, r.payload) for r in theirs]
 
     def _make_session(self, session_id: str, upto: LandedName, staged: _Staged) -> Made:
+        """The session's counterpart made up to ``upto``; made again from the session's new
+        generation when a repack retires the files it was made from meanwhile (what was
+        staged of those stays: the counterparts of files no reader counts any more)."""
         session = self.store.open_session(session_id)
+        return session.again_when_moved(lambda: self._make_from(session, upto, staged))
+
+    def _make_from(self, session: Session, upto: LandedName, staged: _Staged) -> Made:
         names = [name for name in session.landed() if name.seq <= upto.seq]
         made = Made()
         generation = session.generation()
@@ -341,6 +348,8 @@ class RedactedRoot:
                     self._follow(session, name, state)
                 else:
                     rules = self._make(session, name, state, staged.batch)
+            except SessionMoved:
+                raise
             except Exception as err:  # anything: the file goes redacted or not at all
                 made.failed = (name.path, _said(err))
                 break

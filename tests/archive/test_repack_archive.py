@@ -5,17 +5,26 @@ or not."""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from support.archive_roots import is_extent
+from support.archive_roots import bucket_prefix, is_extent
 from support.harness import Capture, Workspace, asz_command
 from support.repacking import landed_in_passes, repack, sessions, without_refs
 from support.s3server import BUCKET, CREDENTIALS, S3Server, archive_config, proxied
 
-from asz.store import open_store
+from asz.adapters.session_filter import landed_admits
+from asz.archive import open_bucket
+from asz.archive.push import Pusher
+from asz.archive.redacted import RedactedRoot, redacted_root
+from asz.config import load_config
+from asz.locations import ArchiveUrl
+from asz.redact import Redacted, Redactor
+from asz.store import budgets_of, landing_lock, open_store, repack_session
 
 
 def run(ws: Workspace, *args: str, root: str) -> subprocess.CompletedProcess[bytes]:
@@ -99,3 +108,62 @@ def test_a_reader_of_the_bucket_sees_each_body_and_line_once_across_a_repack(
         if not is_extent(key)  # a session's highest extent is never pruned
     }
     assert readers(ws, direct, bucket) == local
+
+
+class RepackingRedactor(Redactor):
+    """The push's redactor, which calls ``repack`` as it redacts its first body."""
+
+    def __init__(self, real: Redactor, repack: Callable[[], None]) -> None:
+        super().__init__(real.policy, real._key)
+        self.repack = repack
+
+    def body(self, raw: bytes) -> Redacted:
+        self.repack()
+        return super().body(raw)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("redact", [False, True])
+def test_a_session_repacked_while_a_push_reads_it_goes_whole_with_no_failure(
+    s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redact: bool
+) -> None:
+    """A repack retires the files of the first session after the push listed them, before it
+    reads them: raw, once the push asks whether it admits the second session (it then sends
+    the files it listed); redacted, as it makes the counterpart of the first one's files. It
+    reads the session again from its generation, once."""
+    for name, value in CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+    ws = Workspace(tmp_path)
+    landed_in_passes(ws, Capture.make(tmp_path / "capture", seed=6, sessions=2, turns=3), 4)
+    first, second = sessions(ws)
+    prefix = bucket_prefix(tmp_path)
+    toml = archive_config(tmp_path / "asz.toml", s3.endpoint, prefix, redact=redact)
+    config = load_config(toml, root=ws.root, env={"HOME": str(tmp_path)})
+    local = readers(ws, toml, str(ws.root))
+    store = open_store(ws.root)
+    admits = landed_admits(config, store)
+    repacked: list[str] = []
+
+    def repack_first() -> None:
+        if not repacked:
+            landing = partial(landing_lock, ws.root)
+            repacked.append(repack_session(store, first, budgets_of(config), landing=landing).state)
+
+    def repacking(session: str) -> bool | None:
+        if session == second and not redact:
+            repack_first()
+        return admits(session)
+
+    redacted = redacted_root(config, ws.root, store)
+    if redacted is not None:
+        redacted = RedactedRoot(
+            redacted.path, store, RepackingRedactor(redacted.redactor, repack_first)
+        )
+    bucket = open_bucket(config.archive.url, config.archive)
+    url = ArchiveUrl.parse(str(config.archive.url))
+    tally = Pusher(ws.root, store, repacking, url, bucket, workers=2, redacted=redacted).run()
+
+    assert repacked == ["repacked"]
+    assert tally.complete and not tally.errors and not tally.redaction_failed, tally
+    held = readers(ws, toml, f"s3://{BUCKET}/{prefix}")
+    assert (held if not redact else held["verify"]) == (local if not redact else local["verify"])
