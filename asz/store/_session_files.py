@@ -372,7 +372,7 @@ class SessionFiles:
         if kind in (None, TRANSCRIPT_KIND):
             # A pack stands for each stream it holds; as a file of the session, it is one.
             found += {
-                LandedName(name.seq, name.kind, name.path)
+                LandedName(name.seq, name.kind, name.path) if name.part else name
                 for directory in self.stream_dirs()
                 for name in self.landed_in(directory)
             }
