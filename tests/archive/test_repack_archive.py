@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 import pytest
 from support.archive_roots import bucket_prefix, is_extent
+from support.handmade import SESSION, HandMade, chain
 from support.harness import Capture, Workspace, asz_command
 from support.repacking import landed_in_passes, repack, sessions, without_refs
 from support.s3server import BUCKET, CREDENTIALS, S3Server, archive_config, proxied
@@ -24,7 +25,7 @@ from asz.archive.redacted import RedactedRoot, redacted_root
 from asz.config import load_config
 from asz.locations import ArchiveUrl
 from asz.redact import Redacted, Redactor
-from asz.store import budgets_of, landing_lock, open_store, repack_session
+from asz.store import MAIN_STREAM, budgets_of, landing_lock, open_store, repack_session
 
 
 def run(ws: Workspace, *args: str, root: str) -> subprocess.CompletedProcess[bytes]:
@@ -167,3 +168,36 @@ def test_a_session_repacked_while_a_push_reads_it_goes_whole_with_no_failure(
     assert tally.complete and not tally.errors and not tally.redaction_failed, tally
     held = readers(ws, toml, f"s3://{BUCKET}/{prefix}")
     assert (held if not redact else held["verify"]) == (local if not redact else local["verify"])
+
+
+def test_a_repacked_session_re_redacted_keeps_its_streams_in_a_pack(
+    tmp_path: Path, run_asz
+) -> None:
+    made = HandMade(tmp_path)
+    made.prompt(MAIN_STREAM, "p1")
+    chain(made, MAIN_STREAM, "p1", [("msg_1", "req_1"), ("msg_2", "req_2")])
+    made.prompt("a1b2c3d", "p2")
+    chain(made, "a1b2c3d", "p2", [("msg_3", "req_3")])
+    store = made.land()
+    done = run_asz("repack", SESSION, "--root", str(tmp_path / "root"))
+    assert done.returncode == 0, done.stderr.decode()
+    generation = store.open_session(SESSION).generation()
+    assert generation is not None and generation.streams
+    config = load_config(
+        archive_config(tmp_path / "asz.toml", "http://127.0.0.1:9", "p", redact=True),
+        root=tmp_path / "root",
+        env={"HOME": str(tmp_path)},
+    )
+    redacted = redacted_root(config, tmp_path / "root", store)
+    assert redacted is not None
+    assert redacted.make(SESSION, generation.files[-1]).failed is None
+    mirrored = redacted.shadow.open_session(SESSION)
+    before = {path: mirrored.transcript(path) for path in mirrored.transcript_paths()}
+
+    again = redacted.reredact(SESSION, generation.replaces + 1)
+
+    assert list(again.streams.values()) == list(generation.streams.values())
+    shadow = redacted.shadow.open_session(SESSION)
+    assert shadow.generation() == again
+    assert {path: shadow.transcript(path) for path in shadow.transcript_paths()} == before
+    assert len(before) == 2 and not shadow.problems
