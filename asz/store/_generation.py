@@ -153,7 +153,7 @@ def encode_generation(
     streams = streams or {}
     listed = [
         {"path": f.path, "size": f.size, "sha256": f.sha256}
-        | ({"streams": list(streams[f.path])} if f.path in streams else {})
+        | ({PACK_STREAMS: list(streams[f.path])} if f.path in streams else {})
         for f in files
     ]
     manifest = {

@@ -7,8 +7,9 @@ and lands it again as one generation (``asz.store._generation``), cut over the w
 - bodies: every record as it landed, in landing order, merged into few files (each was cut
   against the whole session when it landed, so the codec would find nothing more);
 - transcripts: each stream's bytes (or a sidecar's copies) in windows of up to
-  ``max_delta_bytes``, one window per file, so each file compresses as one stream, at
-  ``LEVEL``;
+  ``max_delta_bytes``, and every stream of the session together in transcript packs of up
+  to ``PACK_BYTES`` (``asz.store._streams``), so that a subagent's windows compress in one
+  stream with its session's, at ``LEVEL``;
 - index lines: as they were, merged.
 
 Nothing counts until it is proven: the files are written and read back (every body rebuilt to
@@ -125,8 +126,8 @@ class Damaged(Exception):
 
 @dataclass(slots=True)
 class _Unit:
-    """Files of one kind (or one stream) to land together, in order, from the number of the
-    first old file they stand for (which keeps the order streams first landed in)."""
+    """Files of one kind (or a transcript pack) to land together, in order, from the number
+    of the first old file they stand for (which keeps the order kinds first landed in)."""
 
     first: int
     kind: str
