@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -224,6 +225,39 @@ def test_a_write_killed_at_each_named_point_leaves_every_row_once(
         == machine.sql("SELECT count(*) AS n FROM calls WHERE NOT side")[0]["n"]
     )
     assert machine.cache(config=machine.tables_config()) == from_files
+
+
+def test_a_pass_reads_and_writes_the_keys_of_the_sessions_it_reads_only(
+    machine: FactsMachine,
+) -> None:
+    """The record holds a line per session, not the keys of every row ever written: those are
+    in a file per session, which a pass that does not read the session leaves alone."""
+    first = machine.export()
+    [record] = (machine.root / "_state" / "analytics").glob("*.json")
+    keys_dir = record.with_suffix("")
+    before = {path.name: path.stat().st_mtime_ns for path in keys_dir.iterdir()}
+    assert len(before) == 3
+    assert (
+        sum(len(orjson.loads(keys_dir.joinpath(n).read_bytes())["keys"]) for n in before)
+        == (first["calls"])
+    )
+    machine.land_more(seed=11)
+    more = machine.export()
+    after = {path.name: path.stat().st_mtime_ns for path in keys_dir.iterdir()}
+    assert more["sessions"] == 1 and len(after) == 4
+    assert {name: after[name] for name in before} == before
+    sessions = orjson.loads(record.read_bytes())["sessions"]
+    assert len(sessions) == 4 and all(
+        set(entry) == {"files", "keys"} for entry in sessions.values()
+    )
+    # A key file that does not read is rebuilt from the target: no row is written twice.
+    for name in after:
+        (keys_dir / name).write_bytes(b"")
+    record.write_bytes(record.read_bytes().replace(b'"files":', b'"files":null,"was":'))
+    again = machine.export()
+    assert again["sessions"] == 4 and again["calls"] == 0
+    [counts] = machine.sql(KEYS)
+    assert counts["n"] == counts["keys"] == first["calls"] + more["calls"]
 
 
 def test_a_lost_record_is_rebuilt_from_the_machine_s_own_files(machine: FactsMachine) -> None:
