@@ -141,6 +141,9 @@ class SessionFiles:
         self._moves: int | None = None
         """Within a read that starts again when the session moves (``again_when_moved``):
         how many more times it may; None outside one."""
+        self._marked: tuple[list[LandedName], str] | None = None
+        """The listing last marked and its mark: a listing handed to several derived files
+        (the summary and the kept report of one read) is stamped once."""
 
     # -- landed files ----------------------------------------------------------------------
 
@@ -337,7 +340,14 @@ class SessionFiles:
         rewritten in any way (cut short, or changed in place at the same size) changes its
         stamp, so it is read again and its problem said, rather than hidden behind what was
         derived before (``asz.store._derived``)."""
-        return landed_mark(self.backend, self.landed() if names is None else names)
+        if names is None:
+            return landed_mark(self.backend, self.landed())
+        if self._marked is not None and self._marked[0] is names:
+            return self._marked[1]
+        mark = landed_mark(self.backend, names)
+        if isinstance(names, list):
+            self._marked = (names, mark)
+        return mark
 
     def landed_bytes(self, kind: str | None = None) -> int:
         """The bytes on disk of the session's landed files of ``kind`` (every kind when None)."""
