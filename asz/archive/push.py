@@ -280,16 +280,21 @@ class Pusher:
         return _Todo(session, names, names[0], {})
 
     def _reredo(self, item: _Todo, archived: Archived) -> bool:
-        """Whether the session's counterpart has, or now gets, a generation that replaces
-        every file of it the archive counts, under a number no generation in the archive has:
-        its mirror of the root's generation when that one does, else one re-redacted up to the
-        session's highest number. False when there is none (the archive has a generation of
-        every number the session has: it waits for the session's next landed file)."""
+        """Whether the session's counterpart has, or now gets, a generation newer than any the
+        archive holds of the session that replaces every file of it the archive counts: its
+        mirror of the root's generation when that one is, else one re-redacted up to the
+        session's highest number, as a revision of that number above any the archive holds
+        (``asz.store.GenerationId``). False when the session has fewer numbers than the
+        archive counts (files of it lost here)."""
         assert self.redacted is not None
-        newest = archived.newest(item.session) or 0
-        top = max(newest + 1, archived.top(archived.counted(item.session)))
+        newest = archived.newest(item.session)
+        top = archived.top(archived.counted(item.session))
         generation = self.redacted.generation(item.session)
-        if generation is not None and generation.replaces >= top:
+        if (
+            generation is not None
+            and (newest is None or generation.id > newest)
+            and generation.replaces >= top
+        ):
             policy = self.redacted.fingerprint
             went = archived.record.done
             if not any(
@@ -298,9 +303,12 @@ class Pusher:
             ):
                 return True
         highest, _remembered = self.store.numbered(item.session)
-        if highest < top or (generation is not None and generation.replaces >= highest):
+        if highest < top:
             return False
-        self.redacted.reredact(item.session, highest)
+        held = [
+            g.revision for g in archived.manifests.get(item.session, {}) if g.replaces == highest
+        ]
+        self.redacted.reredact(item.session, highest, above=max(held, default=0))
         return True
 
     def _read(self, path: str) -> bytes:

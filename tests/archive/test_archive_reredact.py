@@ -229,3 +229,64 @@ def test_each_redacted_file_pushed_in_parts_names_the_one_before_it(
         data = client.get_object(Bucket=BUCKET, Key=key)["Body"].read()
         said = client.head_object(Bucket=BUCKET, Key=later)["Metadata"].get(FOLLOWS)
         assert said == f"{seq}:{hashlib.sha256(data).hexdigest()}", later
+
+
+@pytest.mark.slow
+def test_a_repacked_session_pushed_whole_is_reredacted_as_a_revision_of_its_generation(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    """A repacked session pushed with nothing landed since: the archive's generation covers
+    every number the session has, so the new policy's goes beside it as a revision of it."""
+    ws = Workspace(tmp_path)
+    landed_in_passes(ws, Capture.make(tmp_path / "capture", seed=9, sessions=2, turns=4))
+    repack(ws, *sessions(ws))
+    prefix = bucket_prefix(tmp_path)
+    first = archive_config(tmp_path / "first.toml", s3.endpoint, prefix, redact=True)
+    assert _json(ws, "push", "--config", str(first), root=str(ws.root))["complete"]
+    before = s3.objects(prefix + "/")
+    config = _with_policy(
+        archive_config(tmp_path / "second.toml", s3.endpoint, prefix, redact=True, prune_after=0.0),
+        'withhold = ["tools"]',
+    )
+    held = _run(ws, "push", "--config", str(config), "--json", root=str(ws.root))
+    said = orjson.loads(held.stdout)
+    assert held.returncode == 1 and said["files"] == 0 and said["other_policy"], said
+
+    again = _json(ws, "push", "--config", str(config), "--reredact", root=str(ws.root))
+    assert again["complete"] and sorted(again["reredacted"]) == sessions(ws), again
+    now = s3.objects(prefix + "/")
+    assert all(now[key] == data for key, data in before.items())  # nothing overwritten
+    replaced = sorted(key for key in before if is_pushed_file(key) and "/_archive/" not in key)
+    assert sorted(again["replaced"]) == replaced
+    store = open_store(ws.root)
+    for session in sessions(ws):
+        manifests = [k for k in now if k.startswith(f"{prefix}/{session}/generation-")]
+        new = [key for key in manifests if key not in before]
+        assert len(manifests) == 2 and len(new) == 1 and new[0].endswith(".1.json"), manifests
+        for item in orjson.loads(now[new[0]])["files"]:
+            data = now[f"{prefix}/{item['path']}"]
+            assert hashlib.sha256(data).hexdigest() == item["sha256"]
+
+    bucket = f"s3://{BUCKET}/{prefix}"
+
+    def read_back() -> None:
+        assert _json(ws, "verify", "--config", str(config), root=bucket)["problems"] == []
+        assert without_project(_json(ws, "cache", "--config", str(config), root=bucket)) == (
+            without_project(_json(ws, "cache", root=str(ws.root)))
+        )
+        for session in sessions(ws):
+            view = _json(ws, "view", session, "--config", str(config), root=bucket)
+            local = _json(ws, "view", session, root=str(ws.root))
+            assert len(view["calls"]) == len(local["calls"]) > 0
+            request = next(i for i in store.session(session).body_ids() if i.endswith(".request"))
+            body = _run(ws, "body", session, request, "--config", str(config), root=bucket)
+            assert body.returncode == 0 and WITHHELD.encode() in body.stdout, body.stderr
+
+    read_back()
+    quiet = _json(ws, "push", "--config", str(config), root=str(ws.root))
+    assert quiet["files"] == 0 and quiet["other_policy"] == [], quiet
+
+    pruned = _json(ws, "push", "--config", str(config), "--prune", root=str(ws.root))
+    assert pruned["pruned"]["objects"] == len(replaced), pruned["pruned"]
+    assert not set(replaced) & set(s3.objects(prefix + "/"))
+    read_back()
