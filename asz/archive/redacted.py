@@ -131,7 +131,8 @@ class _State:
     source: HeldBodies = field(default_factory=HeldBodies)
     redacted: SessionBodies = field(default_factory=SessionBodies)
     offsets: dict[str, dict[int, int]] = field(default_factory=dict)
-    """Per stream directory: a window's start or end in the root -> the same in the
+    """Per stream, by its ordinary directory (a generation's windows and the windows landed
+    after it are one stream): a window's start or end in the root -> the same in the
     counterpart."""
     writer: SessionWriter | None = None
     """The writer of the session's counterparts in a row, and the number it gives next: one
@@ -328,13 +329,13 @@ class RedactedRoot:
             return made
         first = missing[0].seq
         kinds = {name.kind for name in missing}
-        streams = {name.path.rsplit("/", 1)[0] for name in missing if name.kind == TRANSCRIPT_KIND}
+        streams = {_ordinary_dir(name) for name in missing if name.kind == TRANSCRIPT_KIND}
         state = _State()
         for name in names:
             if name.seq < first:
                 if name.kind == BODY_KIND and BODY_KIND in kinds:
                     self._follow_bodies(session, name, state)
-                elif name.kind == TRANSCRIPT_KIND and name.path.rsplit("/", 1)[0] in streams:
+                elif name.kind == TRANSCRIPT_KIND and _ordinary_dir(name) in streams:
                     self._follow_windows(session, name, state)
                 made.ready.append(name)
                 continue
@@ -373,14 +374,16 @@ class RedactedRoot:
 
     def _follow_windows(self, session: Session, name: LandedName, state: _State) -> None:
         """Maps a transcript file's windows to its counterpart's."""
-        offsets = state.offsets.setdefault(name.path.rsplit("/", 1)[0], {0: 0})
+        offsets = state.offsets.setdefault(_ordinary_dir(name), {0: 0})
         for raw, red in zip(session.read(name).records, self._of(name).records, strict=True):
             offsets[raw.meta["off"]] = red.meta["off"]
             offsets[raw.meta["off"] + len(raw.payload)] = red.meta["off"] + len(red.payload)
 
     def _reredacted(self, generation: Generation) -> bool:
-        """Whether the counterpart's generation at ``generation``'s numbers is a re-redacted
-        one rather than its mirror: then its files are not the counterparts of the root's."""
+        """Whether the counterpart's generation at ``generation``'s name is a re-redacted
+        one rather than its mirror: then its files are not the counterparts of the root's.
+        Only a counterpart made before re-redactions took a revision of their own (above 0,
+        which a root's generation never has) holds one there."""
         if not self.holds(generation.path):
             return False
         manifest = orjson.loads(self.read(generation.path))
@@ -471,7 +474,7 @@ class RedactedRoot:
     def _windows(
         self, name: LandedName, landed: LandedFile, state: _State, hits: list[dict[str, Any]]
     ) -> Iterator[tuple[dict[str, Any], bytes]]:
-        offsets = state.offsets.setdefault(name.path.rsplit("/", 1)[0], {0: 0})
+        offsets = state.offsets.setdefault(_ordinary_dir(name), {0: 0})
         snapshot = landed.header.get("shape") == SNAPSHOT
         for row in landed.records:
             meta = row.meta

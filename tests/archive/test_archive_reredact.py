@@ -290,3 +290,91 @@ def test_a_repacked_session_pushed_whole_is_reredacted_as_a_revision_of_its_gene
     assert pruned["pruned"]["objects"] == len(replaced), pruned["pruned"]
     assert not set(replaced) & set(s3.objects(prefix + "/"))
     read_back()
+
+
+def _landed_in_small_passes(ws: Workspace, writes: list[Any]) -> None:
+    """``writes`` landed in a few passes: many small files, for a repack to merge."""
+    step = max(1, len(writes) // 8)
+    for start in range(0, len(writes), step):
+        for write in writes[start : start + step]:
+            apply_write(ws.claude, write)
+        assert ws.collect_once()[0] == 0
+
+
+def _read_alike(ws: Workspace, config: Path, prefix: str) -> None:
+    """Every reader of the bucket reads the root's sessions whole: verify finds nothing, the
+    cache report is the local one, the view has every call."""
+    bucket = f"s3://{BUCKET}/{prefix}"
+    assert _json(ws, "verify", "--config", str(config), root=bucket)["problems"] == []
+    assert without_project(_json(ws, "cache", "--config", str(config), root=bucket)) == (
+        without_project(_json(ws, "cache", root=str(ws.root)))
+    )
+    for session in sessions(ws):
+        view = _json(ws, "view", session, "--config", str(config), root=bucket)
+        local = _json(ws, "view", session, root=str(ws.root))
+        assert len(view["calls"]) == len(local["calls"]) > 0
+
+
+@pytest.mark.slow
+def test_what_lands_after_a_repacked_session_went_redacted_goes_after_its_generation(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    """A stream's windows landed after a repack follow the generation's windows of it: their
+    redacted offsets go on from where those of the generation's counterparts ended."""
+    ws = Workspace(tmp_path)
+    capture = Capture.make(tmp_path / "capture", seed=12, sessions=2, turns=4)
+    writes = plan_writes(capture.dir, random.Random(6))
+    half = len(writes) // 2
+    _landed_in_small_passes(ws, writes[:half])
+    repacked = repack(ws, *sessions(ws))["sessions"]
+    assert any(outcome["state"] == "repacked" for outcome in repacked), repacked
+    prefix = bucket_prefix(tmp_path)
+    config = archive_config(tmp_path / "asz.toml", s3.endpoint, prefix, redact=True)
+    assert _json(ws, "push", "--config", str(config), root=str(ws.root))["complete"]
+
+    _landed_in_small_passes(ws, writes[half:])
+    later = _json(ws, "push", "--config", str(config), root=str(ws.root))
+    assert later["complete"] and later["redaction_failed"] == [] and later["files"] > 0, later
+    _read_alike(ws, config, prefix)
+
+
+@pytest.mark.slow
+def test_a_session_repacked_after_its_reredaction_goes_on_being_pushed(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    """Re-redacted at its highest number, then repacked here at that same number: the
+    archive's generation covers the repacked files, and what lands later goes after it."""
+    ws = Workspace(tmp_path)
+    capture = Capture.make(tmp_path / "capture", seed=11, sessions=2, turns=4)
+    writes = plan_writes(capture.dir, random.Random(4))
+    half = len(writes) // 2
+    _landed_in_small_passes(ws, writes[:half])
+    prefix = bucket_prefix(tmp_path)
+    first = archive_config(tmp_path / "first.toml", s3.endpoint, prefix, redact=True)
+    assert _json(ws, "push", "--config", str(first), root=str(ws.root))["complete"]
+    config = _with_policy(
+        archive_config(tmp_path / "second.toml", s3.endpoint, prefix, redact=True),
+        'withhold = ["tools"]',
+    )
+    again = _json(ws, "push", "--config", str(config), "--reredact", root=str(ws.root))
+    assert again["complete"] and again["reredacted"], again
+
+    repacked = repack(ws, *sessions(ws))["sessions"]
+    assert any(outcome["state"] == "repacked" for outcome in repacked), repacked
+    quiet = _json(ws, "push", "--config", str(config), root=str(ws.root))
+    assert quiet["complete"] and quiet["redaction_failed"] == [] and quiet["files"] == 0, quiet
+
+    for write in writes[half:]:
+        apply_write(ws.claude, write)
+    assert ws.collect_once()[0] == 0
+    later = _json(ws, "push", "--config", str(config), root=str(ws.root))
+    assert later["complete"] and later["redaction_failed"] == [] and later["files"] > 0, later
+    _read_alike(ws, config, prefix)
+    bucket = f"s3://{BUCKET}/{prefix}"
+    store = open_store(ws.root)
+    for session in sessions(ws):
+        for request in (i for i in store.session(session).body_ids() if i.endswith(".request")):
+            body = _run(ws, "body", session, request, "--config", str(config), root=bucket)
+            assert body.returncode == 0, body.stderr
+            tools = b'"tools":[{' in store.session(session).body(request)
+            assert (WITHHELD.encode() in body.stdout) == tools, request
