@@ -42,13 +42,14 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from asz.archive.archived import Archived
-from asz.archive.bucket import ABSENT, Bucket, Created, Known
+from asz.archive.bucket import ABSENT, Bucket, Created, Known, Meta
 from asz.archive.claims import claim_path
 from asz.archive.failure import understand
 from asz.archive.generations import claim_for, manifests_due, push_manifests
 from asz.archive.push_tally import PushTally
 from asz.archive.record import MARKERS_DIR, PushRecord, new_marker
 from asz.archive.redacted import RedactedRoot, bucket_record
+from asz.archive.relisted import went_under
 from asz.archive.retry import Halted
 from asz.archive.workers import Workers
 from asz.locations import ArchiveUrl
@@ -531,7 +532,10 @@ class Pusher:
         pushed (the same session, other files from some sequence number on) meets its first
         file of another root's there as a conflict, and sends nothing after it: a session
         in the bucket never continues one root's sequence with another's files, and the
-        extent this push created for it (``extended``) is taken back."""
+        extent this push created for it (``extended``) is taken back. So is a session whose
+        file this root pushed before under another redaction policy meets a push that rebuilt
+        its record (``asz.archive.relisted``): the record then says which policy each of its
+        files there went under, and the session is held as it would have been."""
         left = {item.session: deque(item.names) for item in todo}
         before = {path: name for item in todo for path, name in item.before.items()}
         serial = set(left)
@@ -549,12 +553,18 @@ class Pusher:
                 if session in serial:
                     left[session].clear()  # what is at this number is not known: no further
                 continue
-            result, size = outcome
+            result, size, went = outcome
             if result is Created.OTHER:
-                tally.conflicts.append(self.url.key(path))
+                if went is None:
+                    tally.conflicts.append(self.url.key(path))
+                else:
+                    self._went_before(record, path, size, went, tally)
+                    for later in left[session]:
+                        if isinstance(known.get(later.path), Meta):
+                            workers.submit((session, later.path), partial(self._found, later.path))
                 left[session].clear()
                 if session in serial and session in extended:
-                    self._take_back(record, extended[session], tally)
+                    self._take_back(record, extended.pop(session), tally)
                 continue
             record.pushed(path, size, tally.policy)
             if self.progress is not None:
@@ -597,11 +607,37 @@ class Pusher:
     def _failed_path(self, tally: PushTally, path: str, err: BaseException) -> None:
         self._failed(tally, self.url.key(path), err)
 
+    def _went_before(
+        self, record: PushRecord, path: str, size: int, policy: str, tally: PushTally
+    ) -> None:
+        """The object at ``path`` is this root's file under ``policy``: recorded so, and said
+        as a file under another policy (``other_policy``), never as a conflict."""
+        assert self.redacted is not None
+        record.pushed(path, size, policy)
+        tally.other_policy.append(path)
+        if self.redacted.differs(path, policy):
+            tally.would_differ.append(path)
+
+    def _found(self, path: str) -> tuple[Created, int, str | None]:
+        """The object at ``path``, which holds other bytes than this push sends: its size, and
+        the redaction policy it went under when it is this root's file there (None: it is
+        another root's, a conflict)."""
+        found = self.bucket.get(path)
+        backend = self.store.backend
+        if not backend.exists(path):  # a file of a re-redacted generation: no landed file
+            return Created.OTHER, len(found), None
+        landed = backend.read(path, MAX_CONTENT_BYTES)
+        return Created.OTHER, len(found), went_under(found, path, landed)
+
     def _file_one(
         self, path: str, known: Known, record: PushRecord, before: LandedName | None
-    ) -> tuple[Created, int]:
+    ) -> tuple[Created, int, str | None]:
+        """Sends the file at ``path``: how it went, its size, and, for an object in the way
+        that this root pushed under another policy, that policy (``_found``)."""
         data = self._read(path)
-        if self.redacted is not None:
+        # Listed by a push that rebuilt its record: the object is there, only compared.
+        listed = isinstance(known, Meta)
+        if self.redacted is not None and not listed:
             # The record goes first: a redacted file in the archive always has its record.
             self.bucket.create(bucket_record(path), self.redacted.record(path), known=None)
         follows = ""
@@ -609,7 +645,11 @@ class Pusher:
             earlier = self._read(before.path)
             follows = f"{before.seq}:{hashlib.sha256(earlier).hexdigest()}"
         created = self.bucket.create(path, data, known, sending=record.sending, follows=follows)
-        return created, len(data)
+        if self.redacted is not None and listed:
+            if created is Created.OTHER:
+                return self._found(path)  # what went before under another policy, perhaps
+            self.bucket.create(bucket_record(path), self.redacted.record(path), known=None)
+        return created, len(data), None
 
     def _failed(self, tally: PushTally, key: str, err: BaseException) -> None:
         """One failed request in the tally's errors, unless the whole push stopped: then its

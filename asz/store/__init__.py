@@ -68,7 +68,13 @@ from asz.store._errors import (
     TranscriptNotFound,
     UnknownSession,
 )
-from asz.store._framing import MAX_CONTENT_BYTES, LandedFile, LandedFileError, LandedRecord
+from asz.store._framing import (
+    MAX_CONTENT_BYTES,
+    LandedFile,
+    LandedFileError,
+    LandedRecord,
+    decode_file,
+)
 from asz.store._generation import (
     MAX_MANIFEST_BYTES,
     Generation,
@@ -237,6 +243,7 @@ __all__ = [
     "check_derived",
     "collector_lock",
     "common_prefix",
+    "decode_file",
     "decode_generation",
     "extent_path",
     "facts_path",

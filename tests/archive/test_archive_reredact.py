@@ -378,3 +378,40 @@ def test_a_session_repacked_after_its_reredaction_goes_on_being_pushed(
             assert body.returncode == 0, body.stderr
             tools = b'"tools":[{' in store.session(session).body(request)
             assert (WITHHELD.encode() in body.stdout) == tools, request
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("before", ["raw", "another policy"])
+def test_a_push_that_relists_takes_its_files_under_an_older_policy_for_what_they_are(
+    s3: S3Server, tmp_path: Path, before: str
+) -> None:
+    """The record lost, or ``--relist``: what went under an older policy (or raw) differs from
+    what this policy sends, yet it is this root's: held for --reredact, never a conflict."""
+    ws = Workspace(tmp_path)
+    _landed_in_small_passes(
+        ws, plan_writes(Capture.make(tmp_path / "c", seed=13).dir, random.Random(7))
+    )
+    prefix = bucket_prefix(tmp_path)
+    first = archive_config(tmp_path / "first.toml", s3.endpoint, prefix, redact=before != "raw")
+    assert _json(ws, "push", "--config", str(first), root=str(ws.root))["complete"]
+    held_before = s3.objects(prefix + "/")
+    config = _with_policy(
+        archive_config(tmp_path / "second.toml", s3.endpoint, prefix, redact=True),
+        'withhold = ["tools"]',
+    )
+    (ws.root / "_state" / "archive-pushed.jsonl").unlink()
+
+    for relist in ([], ["--relist"]):
+        done = _run(ws, "push", "--config", str(config), "--json", *relist, root=str(ws.root))
+        held = orjson.loads(done.stdout)
+        assert done.returncode == 1 and held["conflicts"] == [] and held["other_policy"], held
+        assert held["files"] == 0, held
+        assert b"conflict" not in done.stderr and b"--reredact" in done.stderr, done.stderr
+        sent = set(s3.objects(prefix + "/")) - set(held_before)
+        assert all("/_archive/roots/" in key for key in sent), sent  # the new record's marker
+
+    again = _json(ws, "push", "--config", str(config), "--reredact", root=str(ws.root))
+    assert again["complete"] and sorted(again["reredacted"]) == sessions(ws), again
+    now = s3.objects(prefix + "/")
+    assert all(now[key] == data for key, data in held_before.items())
+    _read_alike(ws, config, prefix)
