@@ -60,6 +60,7 @@ from asz.store import (
     Store,
     extent_path,
     parse_generation_dir,
+    parse_generation_file,
     state_lock,
 )
 
@@ -250,7 +251,9 @@ class Pusher:
                 tally.would_differ += [
                     path for path in held if redacted.differs(path, archived.policy(path))
                 ]
-                if not (self.reredact and made.failed is None and self._reredo(item, archived)):
+                if not (
+                    self.reredact and made.failed is None and self._reredo(item, archived, tally)
+                ):
                     tally.other_policy += held
                     continue
                 tally.reredacted.append(item.session)
@@ -280,13 +283,15 @@ class Pusher:
             return None
         return _Todo(session, names, names[0], {})
 
-    def _reredo(self, item: _Todo, archived: Archived) -> bool:
+    def _reredo(self, item: _Todo, archived: Archived, tally: PushTally) -> bool:
         """Whether the session's counterpart has, or now gets, a generation newer than any the
         archive holds of the session that replaces every file of it the archive counts: its
         mirror of the root's generation when that one is, else one re-redacted up to the
         session's highest number, as a revision of that number above any the archive holds
-        (``asz.store.GenerationId``). False when the session has fewer numbers than the
-        archive counts (files of it lost here)."""
+        (``asz.store.GenerationId``), by the record and by a listing of the session there
+        (a record rebuilt knows only what this policy's counterparts found). False when the
+        session has fewer numbers than the archive counts (files of it lost here), or its
+        listing failed."""
         assert self.redacted is not None
         newest = archived.newest(item.session)
         top = archived.top(archived.counted(item.session))
@@ -306,9 +311,19 @@ class Pusher:
         highest, _remembered = self.store.numbered(item.session)
         if highest < top:
             return False
-        held = [
-            g.revision for g in archived.manifests.get(item.session, {}) if g.replaces == highest
+        try:
+            dirs, objects = self.bucket.list_dir(item.session)
+        except Halted:
+            raise
+        except Exception as err:
+            self._failed(tally, f"{self.url.key(item.session)}/ (listing)", err)
+            return False
+        listed = [
+            *map(parse_generation_dir, dirs),
+            *(parse_generation_file(meta.path.rsplit("/", 1)[-1]) for meta in objects),
+            *archived.manifests.get(item.session, {}),
         ]
+        held = [g.revision for g in listed if g is not None and g.replaces == highest]
         self.redacted.reredact(item.session, highest, above=max(held, default=0))
         return True
 

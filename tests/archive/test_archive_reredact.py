@@ -415,3 +415,47 @@ def test_a_push_that_relists_takes_its_files_under_an_older_policy_for_what_they
     now = s3.objects(prefix + "/")
     assert all(now[key] == data for key, data in held_before.items())
     _read_alike(ws, config, prefix)
+
+
+@pytest.mark.slow
+def test_a_reredaction_after_the_record_was_lost_goes_beside_every_generation_there(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    """Re-redacted once, the record lost, the policy changed again: the new generation takes
+    the revision above the one in the bucket, which the rebuilt record never names."""
+    ws = Workspace(tmp_path)
+    _landed_in_small_passes(
+        ws, plan_writes(Capture.make(tmp_path / "c", seed=14).dir, random.Random(8))
+    )
+    prefix = bucket_prefix(tmp_path)
+    first = archive_config(tmp_path / "first.toml", s3.endpoint, prefix, redact=True)
+    assert _json(ws, "push", "--config", str(first), root=str(ws.root))["complete"]
+    second = _with_policy(
+        archive_config(tmp_path / "second.toml", s3.endpoint, prefix, redact=True),
+        'withhold = ["tools"]',
+    )
+    assert _json(ws, "push", "--config", str(second), "--reredact", root=str(ws.root))["complete"]
+    (ws.root / "_state" / "archive-pushed.jsonl").unlink()
+    third = _with_policy(
+        archive_config(tmp_path / "third.toml", s3.endpoint, prefix, redact=True),
+        'withhold = ["tools", "system"]',
+    )
+    held = _run(ws, "push", "--config", str(third), "--json", root=str(ws.root))
+    assert held.returncode == 1 and orjson.loads(held.stdout)["conflicts"] == [], held.stdout
+
+    again = _json(ws, "push", "--config", str(third), "--reredact", root=str(ws.root))
+    assert again["complete"] and again["conflicts"] == [], again
+    keys = s3.objects(prefix + "/")
+    for session in sessions(ws):
+        assert f"{prefix}/{session}/generation-{_highest(ws, session):08d}.2.json" in keys
+    _read_alike(ws, third, prefix)
+    store = open_store(ws.root)
+    bucket = f"s3://{BUCKET}/{prefix}"
+    for session in sessions(ws):
+        request = next(i for i in store.session(session).body_ids() if i.endswith(".request"))
+        body = _run(ws, "body", session, request, "--config", str(third), root=bucket)
+        assert body.returncode == 0 and b"\xc2\xabwithheld:system:" in body.stdout, body.stderr
+
+
+def _highest(ws: Workspace, session: str) -> int:
+    return open_store(ws.root).numbered(session)[0]
