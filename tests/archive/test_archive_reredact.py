@@ -281,6 +281,11 @@ def test_a_repacked_session_pushed_whole_is_reredacted_as_a_revision_of_its_gene
             request = next(i for i in store.session(session).body_ids() if i.endswith(".request"))
             body = _run(ws, "body", session, request, "--config", str(config), root=bucket)
             assert body.returncode == 0 and WITHHELD.encode() in body.stdout, body.stderr
+            back = tmp_path / "back" / session
+            restored = _run(
+                ws, "restore", session, "--to", str(back), "--config", str(config), root=bucket
+            )
+            assert restored.returncode == 0 and any(back.rglob("*.jsonl")), restored.stderr
 
     read_back()
     quiet = _json(ws, "push", "--config", str(config), root=str(ws.root))
