@@ -24,6 +24,7 @@ it is described)::
         landing.lock                           a landing pass, or a generation published (flock)
         root-id                                the root's random id (analytics file names)
         analytics/<target digest>.json         what asz export parquet wrote to a target
+    analytics/<target digest>/<session>-<pass>.json  the keys of a session's rows written
         analytics.lock                         one analytics writer at a time (flock)
     <session>/                                 a UUID-form session id; nothing else is one
         seq                                    derived: highest sequence number used

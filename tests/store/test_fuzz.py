@@ -35,7 +35,8 @@ from support.harness import Capture, Workspace
 
 from asz.adapters.provider_ledger import rebuild_ledger
 from asz.bodykeys import read_keys
-from asz.config import ConfigError, load_config
+from asz.config import ConfigError
+from asz.config_file import load_config
 from asz.restore import RestoreRefused, restore_session
 from asz.store import BodyNotFound, CodecError, open_store
 from asz.store._bodies import BodyLander, IncomingBody, load_session_bodies
