@@ -38,8 +38,8 @@ it is described)::
             s-<16 hex>/                        one transcript source (a stream)
                 cursor.json                    derived: how far the source was landed
                 transcript-<seq>.asz           landed windows of complete lines
-        generation-<seq>.json                  a generation's manifest: replaces numbers 1 to <seq>
-        g-<seq>/                               the generation's files, in the layout above
+        generation-<seq>[.<rev>].json          a generation's manifest: replaces numbers 1 to <seq>
+        g-<seq>[.<rev>]/                       the generation's files, in the layout above
             provider_body/provider_body-<n>.asz, provider_index/..., transcripts/s-<16 hex>/...
 
 Names starting with ``_`` at the root are never sessions. ``<seq>`` is eight or more decimal
@@ -49,7 +49,8 @@ projects directory. A landed file is written once under a temporary name (``.tmp
 back, flushed and published without replacing anything; it is never changed after. Derived
 files are rebuilt from the landed files whenever they are missing or do not match them. A
 generation (``asz.store._generation``) replaces a session's files numbered up to its ``<seq>``
-as a whole, once its manifest is published.
+as a whole, once its manifest is published; a later *revision* ``<rev>`` of the same numbers
+replaces it in turn (no suffix: revision 0).
 """
 
 from asz.bodykeys import BodyKeys
@@ -68,7 +69,13 @@ from asz.store._errors import (
     TranscriptNotFound,
     UnknownSession,
 )
-from asz.store._framing import MAX_CONTENT_BYTES, LandedFile, LandedFileError, LandedRecord
+from asz.store._framing import (
+    MAX_CONTENT_BYTES,
+    LandedFile,
+    LandedFileError,
+    LandedRecord,
+    decode_file,
+)
 from asz.store._generation import (
     MAX_MANIFEST_BYTES,
     Generation,
@@ -97,6 +104,7 @@ from asz.store._layout import (
     SESSION_LIST_FILE,
     STATE_DIR,
     TRANSCRIPT_KIND,
+    GenerationId,
     LandedName,
     NotASession,
     extent_path,
@@ -192,6 +200,7 @@ __all__ = [
     "Fresh",
     "Generation",
     "GenerationError",
+    "GenerationId",
     "GenerationWriter",
     "HeldBodies",
     "IncomingBody",
@@ -235,6 +244,7 @@ __all__ = [
     "check_derived",
     "collector_lock",
     "common_prefix",
+    "decode_file",
     "decode_generation",
     "extent_path",
     "facts_path",

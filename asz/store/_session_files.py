@@ -190,7 +190,7 @@ class SessionFiles:
             return False
         newest = read_generation(self.backend, self.id)[0]
         held = self.generation()
-        return (0 if newest is None else newest.replaces) != (0 if held is None else held.replaces)
+        return (None if newest is None else newest.id) != (None if held is None else held.id)
 
     def _gone(self) -> None:
         """A file counted is gone: raises :class:`SessionMoved` when a repack moved the session and
