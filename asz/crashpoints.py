@@ -23,9 +23,11 @@ The points, in the order a pass reaches them:
 
 And in a write of the analytics tables (``ANALYTICS_POINTS``, ``asz.analytics.write``):
 
-``analytics.opened`` / ``analytics.written`` / ``analytics.closed`` / ``analytics.compacted``
-    The pass marked open, a file of it written, the pass closed (before compacting), and a
-    compacted file written before the files it covers are removed.
+``analytics.opened`` / ``analytics.written`` / ``analytics.keyed`` / ``analytics.closed`` /
+``analytics.compacted``
+    The pass marked open, a file of it written, the keys of its rows written (before the pass
+    closes), the pass closed (before compacting), and a compacted file written before the
+    files it covers are removed.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ GENERATION_POINTS = (
 ANALYTICS_POINTS = (
     "analytics.opened",
     "analytics.written",
+    "analytics.keyed",
     "analytics.closed",
     "analytics.compacted",
 )

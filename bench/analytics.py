@@ -24,6 +24,7 @@ to a pass.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import resource
 import shutil
@@ -40,6 +41,7 @@ import pyarrow.compute as pc
 from asz.analytics.files import parquet_bytes
 from asz.analytics.names import part_path
 from asz.analytics.schema import USD
+from asz.config import Config
 
 try:
     import numpy as np  # the rows are built as columns: a test extra, not asz's
@@ -252,7 +254,7 @@ def query(out: Path, days: int) -> None:
 def sessions(workdir: Path, count: int, cache: bool = True) -> None:
     from asz.analytics.run import write_facts  # and pyarrow: the service loads it once
     from asz.commands.collect import collect_once
-    from asz.config import AnalyticsConfig, Config
+    from asz.config import AnalyticsConfig
     from asz.store import open_store
     from asz.synth import SynthOptions, synthesize
 
@@ -280,8 +282,40 @@ def sessions(workdir: Path, count: int, cache: bool = True) -> None:
         f"{written:.2f} s ({written_cpu:.2f} s CPU), {100 * written / landed:.1f} % of the "
         f"pass, {100 * written_cpu / landed_cpu:.1f} % of its CPU (goal 5 %)"
     )
+    later_pass(workdir, config, tables, count, set(store.sessions()))
     if cache:
         cache_from_tables(workdir, config.root, tables, count)
+
+
+def later_pass(workdir: Path, config: Config, tables: Path, count: int, before: set[str]) -> None:
+    """A later pass landing a few more sessions into the root with all that history, writing
+    the facts of what it landed, as the service does: the steady state, where what the
+    record of the earlier passes costs would show."""
+    from asz.analytics.run import write_facts
+    from asz.commands.collect import collect_once
+    from asz.store import open_store
+    from asz.synth import SynthOptions, synthesize
+
+    more = workdir / "claude-more"
+    shutil.rmtree(more, ignore_errors=True)
+    added = max(1, count // 20)
+    synthesize(more, SynthOptions(seed=26, sessions=added, turns=3, tool_calls=2))
+    config = dataclasses.replace(config, claude_dirs=(*config.claude_dirs, more))
+    started, cpu = time.perf_counter(), cpu_seconds()
+    if collect_once(config, as_json=False) != 0:
+        raise SystemExit("the collector pass was not complete")
+    landed, landed_cpu = time.perf_counter() - started, cpu_seconds() - cpu
+    store = open_store(config.root)
+    due = sorted(set(store.sessions()) - before)
+    started, cpu = time.perf_counter(), cpu_seconds()
+    tally = write_facts(config, store, config.root, str(tables), due)
+    written, written_cpu = time.perf_counter() - started, cpu_seconds() - cpu
+    print(
+        f"  a later pass landing {added:,} sessions beside them: {landed:.2f} s "
+        f"({landed_cpu:.2f} s CPU); writing their facts ({tally.calls:,} calls): "
+        f"{written:.2f} s ({written_cpu:.2f} s CPU), {100 * written / landed:.1f} % of the "
+        f"pass, {100 * written_cpu / landed_cpu:.1f} % of its CPU (goal 5 %)"
+    )
 
 
 def cache_from_tables(workdir: Path, root: Path, tables: Path, count: int) -> None:

@@ -72,6 +72,6 @@ def _mark_gone(store: Store, found: Discovery, collected: set[str]) -> None:
             continue
         present = {source.key for source in discovered.sources} if discovered else set()
         session = store.open_session(session_id)
-        for directory in session.stream_dirs():
+        for directory in session.ordinary_stream_dirs():
             if directory.rsplit("/", 1)[-1] not in present:
                 mark_gone(session, directory)

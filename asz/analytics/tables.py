@@ -16,8 +16,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import pyarrow as pa
-
 from asz.analytics.query import connect, local_tables
 from asz.config import Config
 from asz.store import Session, SessionSummary
@@ -55,6 +53,10 @@ class TableFacts:
     """The tables' rows of the sessions asked for, read once."""
 
     def __init__(self, directory: Path, sessions: list[str], priced_by: str) -> None:
+        # Here: every `asz cache` over all sessions asks for the tables, and a root without
+        # them should not load pyarrow to learn so.
+        import pyarrow as pa
+
         self.priced_by = priced_by
         con = connect(directory)
         try:

@@ -117,8 +117,7 @@ class FactsExport:
             for path in self.place.list()
             if (part := parse_part(path)) is not None and part.machine == machine
         ]
-        if not state.found:
-            _rebuild(state, self.place, own)
+        rebuilt = set() if state.found else _rebuild(state, self.place, own)
         if state.open is not None:
             # A pass that stopped before closing: no record counts its files.
             for part in own:
@@ -126,12 +125,14 @@ class FactsExport:
                     self.place.remove(part.path)
             own = [part for part in own if not (part.first == part.last == state.open)]
             state.next = max(state.next, state.open + 1)
+        state.sweep_keys()
         this = _Pass(state.next, self.prices.fingerprint(), functools.cache(self.redactor.text))
+        this.written.update((session, state.sessions[session]) for session in rebuilt)
         state.open, state.next = this.number, this.number + 1
         state.save()
         crash_point("analytics.opened")
         for session_id in sessions:
-            self._session(session_id, state, this, tally)
+            self._session(session_id, state, this, own, tally)
         files = [
             (part_path(table, day, machine, this.number), parquet_bytes(table, rows))
             for (table, day), rows in sorted(this.tables.items())
@@ -139,15 +140,20 @@ class FactsExport:
         if files:
             self.place.create_all(files)
             tally.files_written += len(files)
+        state.write_keys(this.number, this.written)
+        crash_point("analytics.keyed")
         state.sessions.update(this.written)
         state.open = None
         state.save()
         crash_point("analytics.closed")
+        state.sweep_keys()
         self._compact(own, tally)
         tally.seconds = time.perf_counter() - started
         return tally
 
-    def _session(self, session_id: str, state: FactsState, this: _Pass, tally: FactsTally) -> None:
+    def _session(
+        self, session_id: str, state: FactsState, this: _Pass, own: list[Part], tally: FactsTally
+    ) -> None:
         try:
             session = self.store.session(session_id)
         except UnknownSession:
@@ -181,21 +187,25 @@ class FactsExport:
             redact=this.redact,
         )
         final = final_keys(rows, quiet)
-        written = Written(set(before.keys))
+        found_keys = state.keys_of(session_id)
+        keys = set(
+            _keys_in_target(self.place, own, session_id) if found_keys is None else found_keys
+        )
         for key, fact in rows.calls:
-            if key in written.keys:
+            if key in keys:
                 continue
             if key not in final:
                 tally.waiting += 1
                 tally.unfinished.add(session_id)
                 continue
-            written.keys.add(key)
+            keys.add(key)
             day = _day(fact["time"])
             this.add("calls", day, fact)
             tally.calls += 1
             if key in rows.breaks:
                 this.add("breaks", day, rows.breaks[key])
                 tally.breaks += 1
+        written = Written(keys=keys)
         if len(final) == len(rows.calls):
             written.files = landed
             this.add("sessions", _day(rows.session["first_activity"]), rows.session)
@@ -242,18 +252,16 @@ def _latest_sessions(table: pa.Table) -> pa.Table:
     return order.take(pa.array(keep, pa.int64()))
 
 
-def _rebuild(state: FactsState, place: Place, own: list[Part]) -> None:
+def _rebuild(state: FactsState, place: Place, own: list[Part]) -> set[str]:
     """The record, from this machine's own files in the target: the keys of the rows they
-    hold and, per session, the landed files of its latest sessions row."""
+    hold and, per session, the landed files of its latest sessions row. Returns the sessions
+    found, whose key files the pass writes."""
     parts = counted(own)
     state.next = max((part.last for part in own), default=0) + 1
-    for part in parts:
-        if part.table == "calls":
-            found = read_parquet(
-                "calls", place.read(part.path), ["session", "message_id", "request_body", "side"]
-            )
-            for row in found.to_pylist():
-                state.sessions.setdefault(row["session"], Written()).keys.add(row_key(row))
+    keys: dict[str, set[str]] = {}
+    for row in _own_calls(place, parts):
+        keys.setdefault(row["session"], set()).add(row_key(row))
+    state.sessions.update((session, Written(keys=found)) for session, found in keys.items())
     latest: dict[str, tuple[datetime, int]] = {}
     for part in parts:
         if part.table == "sessions":
@@ -265,4 +273,20 @@ def _rebuild(state: FactsState, place: Place, own: list[Part]) -> None:
                 if seen is None or row["updated"] > seen[0]:
                     latest[row["session"]] = (row["updated"], row["landed_files"])
     for session, (_, files) in latest.items():
-        state.sessions.setdefault(session, Written()).files = files
+        state.sessions.setdefault(session, Written(keys=set())).files = files
+    return set(state.sessions)
+
+
+def _keys_in_target(place: Place, own: list[Part], session: str) -> set[str]:
+    """The keys of ``session``'s rows in this machine's own files: for a session whose key
+    file does not read."""
+    return {row_key(row) for row in _own_calls(place, counted(own)) if row["session"] == session}
+
+
+def _own_calls(place: Place, parts: Iterable[Part]) -> Iterable[dict[str, Any]]:
+    for part in parts:
+        if part.table == "calls":
+            found = read_parquet(
+                "calls", place.read(part.path), ["session", "message_id", "request_body", "side"]
+            )
+            yield from found.to_pylist()

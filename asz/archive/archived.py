@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from asz.archive.prune import replaced_by
 from asz.archive.record import PushRecord
-from asz.store import parse_generation_dir, parse_generation_file, parse_landed
+from asz.store import GenerationId, parse_generation_dir, parse_generation_file, parse_landed
 
 __all__ = ["Archived"]
 
@@ -28,8 +28,8 @@ class Archived:
 
     record: PushRecord
     paths: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    manifests: dict[str, dict[int, str]] = field(default_factory=lambda: defaultdict(dict))
-    """Per session: each generation's number in the archive -> its manifest's path."""
+    manifests: dict[str, dict[GenerationId, str]] = field(default_factory=lambda: defaultdict(dict))
+    """Per session: each generation in the archive -> its manifest's path."""
 
     @classmethod
     def of(cls, record: PushRecord) -> Archived:
@@ -37,17 +37,18 @@ class Archived:
         for path in record.done:
             session, _, rest = path.partition("/")
             archived.paths[session].append(path)
-            number = parse_generation_file(rest) if "/" not in rest else None
-            if number is not None:
-                archived.manifests[session][number] = path
+            generation = parse_generation_file(rest) if "/" not in rest else None
+            if generation is not None:
+                archived.manifests[session][generation] = path
         return archived
 
     def sessions(self) -> list[str]:
         return sorted(self.paths)
 
-    def newest(self, session: str) -> int | None:
-        """The number of the session's newest generation in the archive (None: it has none)."""
-        return max(self.manifests.get(session) or {0: ""}) or None
+    def newest(self, session: str) -> GenerationId | None:
+        """The session's newest generation in the archive (None: it has none)."""
+        held = self.manifests.get(session)
+        return max(held) if held else None
 
     def policy(self, path: str) -> str:
         return self.record.policy.get(path, "")
@@ -90,10 +91,11 @@ class Archived:
         highest = 0
         for path in paths:
             parts = path.split("/")
-            if len(parts) == 2:
-                number = parse_generation_file(parts[1])
-            elif (generation := parse_generation_dir(parts[1])) is not None:
-                number = generation
+            generation = (parse_generation_file if len(parts) == 2 else parse_generation_dir)(
+                parts[1]
+            )
+            if generation is not None:
+                number: int | None = generation.replaces
             else:
                 landed = parse_landed("/".join(parts[:-1]), parts[-1])
                 number = None if landed is None else landed.seq

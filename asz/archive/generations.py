@@ -3,7 +3,7 @@
 A repacked session (``asz.store._generation``) is pushed like any other (redacted: its
 generation's counterpart, ``asz.archive.redacted``): its landed files,
 the generation's among them, go by create-only puts and are recorded. Its manifest,
-``<session>/generation-<seq>.json``, is what makes a reader of the bucket count the
+``<session>/generation-<seq>[.<revision>].json``, is what makes a reader of the bucket count the
 generation's files in place of those it replaced, so it is created only once every file it
 names is in the bucket, after them, and never replaced: a reader sees the old objects or the
 new ones, each body and line once. What it replaced stays in the bucket until ``asz push

@@ -19,6 +19,7 @@ from asz.archive.bucket import Bucket, Meta
 from asz.locations import ArchiveUrl
 from asz.store import (
     GenerationError,
+    GenerationId,
     decode_generation,
     parse_extent,
     parse_generation_dir,
@@ -67,15 +68,15 @@ def _prune_session(bucket: Bucket, session: str, after: float, now: float, prune
     objects = {meta.path: meta for meta in bucket.list_all(session + "/")}
     _prune_extents(bucket, objects, after, now, pruned)
     manifests = sorted(
-        (number, meta)
+        (found, meta)
         for meta in objects.values()
-        for number in [parse_generation_file(meta.path.rsplit("/", 1)[-1])]
-        if number is not None and meta.path.count("/") == 1
+        for found in [parse_generation_file(meta.path.rsplit("/", 1)[-1])]
+        if found is not None and meta.path.count("/") == 1
     )
-    for replaces, meta in reversed(manifests):
+    for newest, meta in reversed(manifests):
         try:
             data = bucket.get(meta.path)
-            generation = decode_generation(session, replaces, data)
+            generation = decode_generation(session, newest, data)
         except (OSError, GenerationError):
             continue
         whole = all(
@@ -84,7 +85,7 @@ def _prune_session(bucket: Bucket, session: str, after: float, now: float, prune
         )
         if not whole:
             continue  # its files are not all up yet: it does not count, nothing is replaced
-        old = [m for path, m in objects.items() if replaced_by(session, path, replaces)]
+        old = [m for path, m in objects.items() if replaced_by(session, path, newest)]
         if meta.modified is None or now - meta.modified < after:
             pruned.waiting += len(old)
             return
@@ -120,20 +121,20 @@ def _prune_extents(
         pruned.objects += 1
 
 
-def replaced_by(session: str, path: str, replaces: int) -> bool:
-    """Whether the object at ``path`` (relative to the prefix) is one the generation that
-    replaces numbers up to ``replaces`` stands in for: an ordinary landed file numbered up to
-    it, an older generation's file or manifest. A newer generation's files are not: they may
-    be on their way, their manifest to follow."""
+def replaced_by(session: str, path: str, generation: GenerationId) -> bool:
+    """Whether the object at ``path`` (relative to the prefix) is one the generation
+    ``generation`` stands in for: an ordinary landed file numbered up to what it replaces, an
+    older generation's file or manifest (fewer numbers, or an earlier revision of the same).
+    A newer generation's files are not: they may be on their way, their manifest to follow."""
     parts = path.split("/")
     if parts[0] != session or len(parts) < 2:
         return False
     name = parts[-1]
     if len(parts) == 2:
-        number = parse_generation_file(name)
-        return number is not None and number < replaces
-    generation = parse_generation_dir(parts[1])
-    if generation is not None:
-        return generation < replaces
+        manifest = parse_generation_file(name)
+        return manifest is not None and manifest < generation
+    older = parse_generation_dir(parts[1])
+    if older is not None:
+        return older < generation
     landed = parse_landed("/".join(parts[:-1]), name)
-    return landed is not None and landed.seq <= replaces
+    return landed is not None and landed.seq <= generation.replaces

@@ -42,13 +42,14 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from asz.archive.archived import Archived
-from asz.archive.bucket import ABSENT, Bucket, Created, Known
+from asz.archive.bucket import ABSENT, Bucket, Created, Known, Meta
 from asz.archive.claims import claim_path
 from asz.archive.failure import understand
 from asz.archive.generations import claim_for, manifests_due, push_manifests
 from asz.archive.push_tally import PushTally
 from asz.archive.record import MARKERS_DIR, PushRecord, new_marker
 from asz.archive.redacted import RedactedRoot, bucket_record
+from asz.archive.relisted import went_under
 from asz.archive.retry import Halted
 from asz.archive.workers import Workers
 from asz.locations import ArchiveUrl
@@ -59,6 +60,7 @@ from asz.store import (
     Store,
     extent_path,
     parse_generation_dir,
+    parse_generation_file,
     state_lock,
 )
 
@@ -259,7 +261,9 @@ class Pusher:
                 tally.would_differ += [
                     path for path in held if redacted.differs(path, archived.policy(path))
                 ]
-                if not (self.reredact and made.failed is None and self._reredo(item, archived)):
+                if not (
+                    self.reredact and made.failed is None and self._reredo(item, archived, tally)
+                ):
                     tally.other_policy += held
                     continue
                 tally.reredacted.append(item.session)
@@ -289,17 +293,24 @@ class Pusher:
             return None
         return _Todo(session, names, names[0], {})
 
-    def _reredo(self, item: _Todo, archived: Archived) -> bool:
-        """Whether the session's counterpart has, or now gets, a generation that replaces
-        every file of it the archive counts, under a number no generation in the archive has:
-        its mirror of the root's generation when that one does, else one re-redacted up to the
-        session's highest number. False when there is none (the archive has a generation of
-        every number the session has: it waits for the session's next landed file)."""
+    def _reredo(self, item: _Todo, archived: Archived, tally: PushTally) -> bool:
+        """Whether the session's counterpart has, or now gets, a generation newer than any the
+        archive holds of the session that replaces every file of it the archive counts: its
+        mirror of the root's generation when that one is, else one re-redacted up to the
+        session's highest number, as a revision of that number above any the archive holds
+        (``asz.store.GenerationId``), by the record and by a listing of the session there
+        (a record rebuilt knows only what this policy's counterparts found). False when the
+        session has fewer numbers than the archive counts (files of it lost here), or its
+        listing failed."""
         assert self.redacted is not None
-        newest = archived.newest(item.session) or 0
-        top = max(newest + 1, archived.top(archived.counted(item.session)))
+        newest = archived.newest(item.session)
+        top = archived.top(archived.counted(item.session))
         generation = self.redacted.generation(item.session)
-        if generation is not None and generation.replaces >= top:
+        if (
+            generation is not None
+            and (newest is None or generation.id > newest)
+            and generation.replaces >= top
+        ):
             policy = self.redacted.fingerprint
             went = archived.record.done
             if not any(
@@ -308,9 +319,22 @@ class Pusher:
             ):
                 return True
         highest, _remembered = self.store.numbered(item.session)
-        if highest < top or (generation is not None and generation.replaces >= highest):
+        if highest < top:
             return False
-        self.redacted.reredact(item.session, highest)
+        try:
+            dirs, objects = self.bucket.list_dir(item.session)
+        except Halted:
+            raise
+        except Exception as err:
+            self._failed(tally, f"{self.url.key(item.session)}/ (listing)", err)
+            return False
+        listed = [
+            *map(parse_generation_dir, dirs),
+            *(parse_generation_file(meta.path.rsplit("/", 1)[-1]) for meta in objects),
+            *archived.manifests.get(item.session, {}),
+        ]
+        held = [g.revision for g in listed if g is not None and g.replaces == highest]
+        self.redacted.reredact(item.session, highest, above=max(held, default=0))
         return True
 
     def _read(self, path: str) -> bytes:
@@ -534,9 +558,12 @@ class Pusher:
         pushed (the same session, other files from some sequence number on) meets its first
         file of another root's there as a conflict, and sends nothing after it: a session
         in the bucket never continues one root's sequence with another's files, and the
-        extent this push created for it (``extended``) is taken back. A session a repack
-        moved meanwhile (a file gone that it no longer counts) sends nothing more and is
-        put in ``moved``, when given, rather than failed."""
+        extent this push created for it (``extended``) is taken back. So is a session whose
+        file this root pushed before under another redaction policy meets a push that rebuilt
+        its record (``asz.archive.relisted``): the record then says which policy each of its
+        files there went under, and the session is held as it would have been. A session a
+        repack moved meanwhile (a file gone that it no longer counts) sends nothing more and
+        is put in ``moved``, when given, rather than failed."""
         left = {item.session: deque(item.names) for item in todo}
         before = {path: name for item in todo for path, name in item.before.items()}
         serial = set(left)
@@ -558,12 +585,18 @@ class Pusher:
                 if session in serial:
                     left[session].clear()  # what is at this number is not known: no further
                 continue
-            result, size = outcome
+            result, size, went = outcome
             if result is Created.OTHER:
-                tally.conflicts.append(self.url.key(path))
+                if went is None:
+                    tally.conflicts.append(self.url.key(path))
+                else:
+                    self._went_before(record, path, size, went, tally)
+                    for later in left[session]:
+                        if isinstance(known.get(later.path), Meta):
+                            workers.submit((session, later.path), partial(self._found, later.path))
                 left[session].clear()
                 if session in serial and session in extended:
-                    self._take_back(record, extended[session], tally)
+                    self._take_back(record, extended.pop(session), tally)
                 continue
             record.pushed(path, size, tally.policy)
             if self.progress is not None:
@@ -614,11 +647,37 @@ class Pusher:
     def _failed_path(self, tally: PushTally, path: str, err: BaseException) -> None:
         self._failed(tally, self.url.key(path), err)
 
+    def _went_before(
+        self, record: PushRecord, path: str, size: int, policy: str, tally: PushTally
+    ) -> None:
+        """The object at ``path`` is this root's file under ``policy``: recorded so, and said
+        as a file under another policy (``other_policy``), never as a conflict."""
+        assert self.redacted is not None
+        record.pushed(path, size, policy)
+        tally.other_policy.append(path)
+        if self.redacted.differs(path, policy):
+            tally.would_differ.append(path)
+
+    def _found(self, path: str) -> tuple[Created, int, str | None]:
+        """The object at ``path``, which holds other bytes than this push sends: its size, and
+        the redaction policy it went under when it is this root's file there (None: it is
+        another root's, a conflict)."""
+        found = self.bucket.get(path)
+        backend = self.store.backend
+        if not backend.exists(path):  # a file of a re-redacted generation: no landed file
+            return Created.OTHER, len(found), None
+        landed = backend.read(path, MAX_CONTENT_BYTES)
+        return Created.OTHER, len(found), went_under(found, path, landed)
+
     def _file_one(
         self, path: str, known: Known, record: PushRecord, before: LandedName | None
-    ) -> tuple[Created, int]:
+    ) -> tuple[Created, int, str | None]:
+        """Sends the file at ``path``: how it went, its size, and, for an object in the way
+        that this root pushed under another policy, that policy (``_found``)."""
         data = self._read(path)
-        if self.redacted is not None:
+        # Listed by a push that rebuilt its record: the object is there, only compared.
+        listed = isinstance(known, Meta)
+        if self.redacted is not None and not listed:
             # The record goes first: a redacted file in the archive always has its record.
             self.bucket.create(bucket_record(path), self.redacted.record(path), known=None)
         follows = ""
@@ -626,7 +685,11 @@ class Pusher:
             earlier = self._read(before.path)
             follows = f"{before.seq}:{hashlib.sha256(earlier).hexdigest()}"
         created = self.bucket.create(path, data, known, sending=record.sending, follows=follows)
-        return created, len(data)
+        if self.redacted is not None and listed:
+            if created is Created.OTHER:
+                return self._found(path)  # what went before under another policy, perhaps
+            self.bucket.create(bucket_record(path), self.redacted.record(path), known=None)
+        return created, len(data), None
 
     def _failed(self, tally: PushTally, key: str, err: BaseException) -> None:
         """One failed request in the tally's errors, unless the whole push stopped: then its

@@ -39,7 +39,10 @@ counterparts' sizes and digests, never the landed files':
 - a session the archive holds under another policy is *re-redacted* (``reredact``): the
   counterparts of every file the session counts now are written again, renumbered 1 to m,
   as a generation of their own replacing the session's numbers up to its highest, which the
-  archive then counts in place of what went before. The counterparts it was made from stay,
+  archive then counts in place of what went before. It is a *revision* of those numbers
+  (``asz.store.GenerationId``) above any the archive holds, so it goes beside a generation
+  of the same numbers there, and never revision 0: that is the root's own generation's,
+  whose mirror is made at its name. The counterparts it was made from stay,
   since making the session's later files follows them.
 """
 
@@ -86,6 +89,7 @@ from asz.store import (
     Store,
     is_stream_key,
     parse_generation_dir,
+    parse_generation_file,
     parse_landed,
     redactions_path,
     remove_unpublished,
@@ -131,8 +135,9 @@ class _State:
     source: HeldBodies = field(default_factory=HeldBodies)
     redacted: SessionBodies = field(default_factory=SessionBodies)
     offsets: dict[str, dict[int, int]] = field(default_factory=dict)
-    """Per stream directory (by name): a window's start or end in the root -> the same in
-    the counterpart."""
+    """Per stream, by its key (a generation's windows, a pack's windows of the stream and the
+    windows landed after them are one stream): a window's start or end in the root -> the
+    same in the counterpart."""
     writer: SessionWriter | None = None
     """The writer of the session's counterparts in a row, and the number it gives next: one
     writer remembers the session's highest number once a batch, not once a file."""
@@ -252,24 +257,31 @@ class RedactedRoot:
         finally:
             backend.remove_temp(temp)
 
-    def reredact(self, session_id: str, replaces: int) -> Generation:
+    def reredact(self, session_id: str, replaces: int, *, above: int = 0) -> Generation:
         """Publishes in the counterpart a generation replacing the session's numbers 1 to
         ``replaces``: the counterparts of every file the session counts now, in order, each
-        written again with the same records (see the module). They must all be made. The one
-        published before when the counterpart has it already (a push that stopped after)."""
-        held = self.generation(session_id)
-        if held is not None and held.replaces == replaces:
-            return held
+        written again with the same records (see the module). They must all be made. Its
+        revision is above ``above`` (the archive's highest of those numbers) and above every
+        one the counterpart has, and never 0, the revision of the root's own generations,
+        whose mirrors stand at their names: a repack of the root at the same number later
+        never meets it."""
         # A generation directory without its manifest here is a re-redaction killed half way
         # (a mirror's is complete before its files are all made, which they are by now).
-        remove_unpublished(self.shadow.backend, session_id)
+        backend = self.shadow.backend
+        remove_unpublished(backend, session_id)
+        held = (
+            parse_generation_dir(e.name) if e.is_dir else parse_generation_file(e.name)
+            for e in backend.list(session_id)
+        )
+        revisions = [g.revision for g in held if g is not None and g.replaces == replaces]
         session = self.store.open_session(session_id)
         writer = GenerationWriter(
-            self.shadow.backend,
+            backend,
             session_id,
             replaces,
             origin=session.origin(),
             compression=self.shadow.compression,
+            revision=max(above, *revisions, 0) + 1,
         )
         for name in session.landed():
             landed = self._of(name)
@@ -387,8 +399,10 @@ class RedactedRoot:
             offsets[raw.meta["off"] + len(raw.payload)] = red.meta["off"] + len(red.payload)
 
     def _reredacted(self, generation: Generation) -> bool:
-        """Whether the counterpart's generation at ``generation``'s numbers is a re-redacted
-        one rather than its mirror: then its files are not the counterparts of the root's."""
+        """Whether the counterpart's generation at ``generation``'s name is a re-redacted
+        one rather than its mirror: then its files are not the counterparts of the root's.
+        Only a counterpart made before re-redactions took a revision of their own (above 0,
+        which a root's generation never has) holds one there."""
         if not self.holds(generation.path):
             return False
         manifest = orjson.loads(self.read(generation.path))

@@ -35,7 +35,8 @@ from asz.commands import (
     view,
 )
 from asz.commands.args import common_options
-from asz.config import Config, ConfigError, load_config
+from asz.config import Config, ConfigError
+from asz.config_file import load_config
 from asz.exits import EXIT_FAILED, EXIT_USAGE, UsageError
 from asz.store import StorageUnavailable
 

@@ -131,7 +131,7 @@ def fast_main(argv: list[str]) -> int | None:
         return None
 
     def config() -> Config:
-        from asz.config import load_config
+        from asz.config_file import load_config
 
         return load_config()
 

@@ -24,6 +24,7 @@ it is described)::
         landing.lock                           a landing pass, or a generation published (flock)
         root-id                                the root's random id (analytics file names)
         analytics/<target digest>.json         what asz export parquet wrote to a target
+    analytics/<target digest>/<session>-<pass>.json  the keys of a session's rows written
         analytics.lock                         one analytics writer at a time (flock)
     <session>/                                 a UUID-form session id; nothing else is one
         seq                                    derived: highest sequence number used
@@ -37,8 +38,8 @@ it is described)::
             s-<16 hex>/                        one transcript source (a stream)
                 cursor.json                    derived: how far the source was landed
                 transcript-<seq>.asz           landed windows of complete lines
-        generation-<seq>.json                  a generation's manifest: replaces numbers 1 to <seq>
-        g-<seq>/                               the generation's files, in the layout above
+        generation-<seq>[.<rev>].json          a generation's manifest: replaces numbers 1 to <seq>
+        g-<seq>[.<rev>]/                       the generation's files, in the layout above
             provider_body/provider_body-<n>.asz, provider_index/..., transcripts/s-<16 hex>/...
             transcripts/transcript-<n>.asz     a transcript pack: windows of several streams
 
@@ -49,7 +50,8 @@ projects directory. A landed file is written once under a temporary name (``.tmp
 back, flushed and published without replacing anything; it is never changed after. Derived
 files are rebuilt from the landed files whenever they are missing or do not match them. A
 generation (``asz.store._generation``) replaces a session's files numbered up to its ``<seq>``
-as a whole, once its manifest is published.
+as a whole, once its manifest is published; a later *revision* ``<rev>`` of the same numbers
+replaces it in turn (no suffix: revision 0).
 """
 
 from asz.bodykeys import BodyKeys
@@ -68,7 +70,13 @@ from asz.store._errors import (
     TranscriptNotFound,
     UnknownSession,
 )
-from asz.store._framing import MAX_CONTENT_BYTES, LandedFile, LandedFileError, LandedRecord
+from asz.store._framing import (
+    MAX_CONTENT_BYTES,
+    LandedFile,
+    LandedFileError,
+    LandedRecord,
+    decode_file,
+)
 from asz.store._generation import (
     MAX_MANIFEST_BYTES,
     Generation,
@@ -97,6 +105,7 @@ from asz.store._layout import (
     SESSION_LIST_FILE,
     STATE_DIR,
     TRANSCRIPT_KIND,
+    GenerationId,
     LandedName,
     NotASession,
     extent_path,
@@ -196,6 +205,7 @@ __all__ = [
     "Fresh",
     "Generation",
     "GenerationError",
+    "GenerationId",
     "GenerationWriter",
     "HeldBodies",
     "IncomingBody",
@@ -240,6 +250,7 @@ __all__ = [
     "check_derived",
     "collector_lock",
     "common_prefix",
+    "decode_file",
     "decode_generation",
     "extent_path",
     "facts_path",

@@ -143,20 +143,26 @@ class LocalBackend:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._base = str(path)
 
     @property
     def location(self) -> str:
-        return str(self.path)
+        return self._base
 
     def _at(self, path: str) -> Path:
         return self.path / path if path else self.path
 
+    def _os_path(self, path: str) -> str:
+        """``path`` under the root as a string: what the reads hand to ``os``, which a
+        ``Path`` joined per call would cost several times over on every listing and stamp."""
+        return f"{self._base}/{path}" if path else self._base
+
     def describe(self, path: str) -> str:
-        return str(self._at(path))
+        return self._os_path(path)
 
     def list(self, directory: str) -> list[Entry]:
         try:
-            with os.scandir(self._at(directory)) as entries:
+            with os.scandir(self._os_path(directory)) as entries:
                 found = []
                 for entry in entries:
                     if entry.is_dir(follow_symlinks=False):
@@ -168,7 +174,7 @@ class LocalBackend:
             return []
 
     def read(self, path: str, limit: int) -> bytes:
-        fd = os.open(self._at(path), _READ_FLAGS)
+        fd = os.open(self._os_path(path), _READ_FLAGS)
         with os.fdopen(fd, "rb") as handle:
             size = os.fstat(fd).st_size
             if size > limit:
@@ -176,7 +182,7 @@ class LocalBackend:
             return handle.read()
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
-        fd = os.open(self._at(path), _READ_FLAGS)
+        fd = os.open(self._os_path(path), _READ_FLAGS)
         try:
             return os.pread(fd, length, start)
         finally:
@@ -184,16 +190,16 @@ class LocalBackend:
 
     def exists(self, path: str) -> bool:
         try:
-            return stat.S_ISREG(os.lstat(self._at(path)).st_mode)
+            return stat.S_ISREG(os.lstat(self._os_path(path)).st_mode)
         except OSError:
             return False
 
     def size(self, path: str) -> int:
-        return os.lstat(self._at(path)).st_size
+        return os.lstat(self._os_path(path)).st_size
 
     def stamp(self, path: str) -> str:
         # The ctime and inode move with any rewrite, even one that puts the mtime back.
-        info = os.lstat(self._at(path))
+        info = os.lstat(self._os_path(path))
         return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_ino}"
 
     def write_temp(self, path: str, data: bytes) -> LocalTemp:

@@ -16,7 +16,14 @@ again). It comes to be in three steps, each safe to be stopped at:
 
 So a reader sees the old set (no manifest yet) or the new set (the manifest), never both
 counted and never neither. The newest generation whose manifest reads counts; a manifest that
-does not read is a problem every reader says. A generation directory without its manifest is a
+does not read is a problem every reader says.
+
+Two generations may replace the same numbers: one written again over a generation that already
+covers every number the session has (a session re-redacted for the archive, whose bucket holds
+the first one and never replaces an object). The later one is a *revision* of those numbers,
+``g-<replaces>.<revision>/`` and ``generation-<replaces>.<revision>.json`` (``GenerationId``;
+the plain names are revision 0), and the newest is the one with the highest ``replaces``, then
+the highest revision. A generation directory without its manifest is a
 write that never finished: never read, removed by the next repack.
 
 :class:`GenerationWriter` is the one way a generation is written: ``land`` each file (as
@@ -46,6 +53,7 @@ from asz.store._layout import (
     KINDS,
     TRANSCRIPT_KIND,
     TRANSCRIPTS_DIR,
+    GenerationId,
     LandedName,
     bodies_dir,
     generation_dir,
@@ -107,14 +115,20 @@ class Generation:
     streams: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Each transcript pack's stream directories (their names), by path: a pack stands for
     each of them, its windows of that stream only."""
+    revision: int = 0
+    """Its revision among the generations that replace the same numbers (``GenerationId``)."""
+
+    @property
+    def id(self) -> GenerationId:
+        return GenerationId(self.replaces, self.revision)
 
     @property
     def path(self) -> str:
-        return generation_file(self.session, self.replaces)
+        return generation_file(self.session, self.id)
 
     @property
     def directory(self) -> str:
-        return generation_dir(self.session, self.replaces)
+        return generation_dir(self.session, self.id)
 
     def in_dir(self, directory: str) -> list[LandedName]:
         """The generation's files that stand for the ordinary directory ``directory``: a pack
@@ -143,13 +157,14 @@ def ordinary_dir(session: str, name: LandedName) -> str:
 
 def encode_generation(
     session: str,
-    replaces: int,
+    generation: GenerationId,
     files: Iterable[Landed],
     origin: tuple[str, str] | None,
     streams: Mapping[str, Sequence[str]] | None = None,
 ) -> bytes:
     """The manifest's bytes: one JSON line naming every file (path, size, SHA-256, and a
-    transcript pack's stream directories)."""
+    transcript pack's stream directories), and its revision above revision 0 (a manifest of
+    revision 0 reads as it did before revisions)."""
     streams = streams or {}
     listed = [
         {"path": f.path, "size": f.size, "sha256": f.sha256}
@@ -159,7 +174,8 @@ def encode_generation(
     manifest = {
         "format": PACK_FORMAT if streams else FORMAT,
         "session": session,
-        "replaces": replaces,
+        "replaces": generation.replaces,
+        **({"revision": generation.revision} if generation.revision else {}),
         "origin": None if origin is None else {"path": origin[0], "sha256": origin[1]},
         "at": datetime.now(UTC).isoformat(timespec="microseconds"),
         "writer": f"asz/{__version__}",
@@ -168,22 +184,27 @@ def encode_generation(
     return orjson.dumps(manifest) + b"\n"
 
 
-def decode_generation(session: str, replaces: int, data: bytes) -> Generation:
+def decode_generation(session: str, generation: GenerationId, data: bytes) -> Generation:
     """The generation a manifest names; GenerationError when it does not hold: not JSON,
-    another format, session or number than its name says, or a file outside its directory,
-    not named as a landed file, or numbered out of order."""
+    another format, session, number or revision than its name (``generation``) says, or a
+    file outside its directory, not named as a landed file, or numbered out of order."""
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
         raise GenerationError("is not JSON (not whole)") from None
     if not isinstance(value, dict) or value.get("format") not in FORMATS:
         raise GenerationError(f"is not in the format {FORMAT} or {PACK_FORMAT}")
-    if value.get("session") != session or value.get("replaces") != replaces:
-        raise GenerationError("names another session or number than its file name")
+    replaces = generation.replaces
+    if (
+        value.get("session") != session
+        or value.get("replaces") != replaces
+        or value.get("revision", 0) != generation.revision
+    ):
+        raise GenerationError("names another session, number or revision than its file name")
     listed = value.get("files")
     if not isinstance(listed, list) or not listed:
         raise GenerationError("names no files")
-    prefix = generation_dir(session, replaces) + "/"
+    prefix = generation_dir(session, generation) + "/"
     names: list[LandedName] = []
     digests: dict[str, tuple[int, str]] = {}
     packs: dict[str, tuple[str, ...]] = {}
@@ -211,7 +232,7 @@ def decode_generation(session: str, replaces: int, data: bytes) -> Generation:
         if not isinstance(path, str) or not isinstance(digest, str):
             raise GenerationError("names its origin without a path and a SHA-256")
         first = (path, digest)
-    return Generation(session, replaces, tuple(names), digests, first, packs)
+    return Generation(session, replaces, tuple(names), digests, first, packs, generation.revision)
 
 
 def _pack_streams(prefix: str, name: LandedName, listed: object) -> tuple[str, ...] | None:
@@ -240,12 +261,12 @@ def read_generation(backend: Backend, session: str) -> tuple[Generation | None, 
     problem for each newer one that does not."""
     base = session_dir(session)
     named = (parse_generation_file(e.name) for e in backend.list(base) if not e.is_dir)
-    numbers = sorted(number for number in named if number is not None)
+    ids = sorted(generation for generation in named if generation is not None)
     problems: list[Problem] = []
-    for replaces in reversed(numbers):
-        path = generation_file(session, replaces)
+    for generation in reversed(ids):
+        path = generation_file(session, generation)
         try:
-            found = decode_generation(session, replaces, backend.read(path, MAX_MANIFEST_BYTES))
+            found = decode_generation(session, generation, backend.read(path, MAX_MANIFEST_BYTES))
         except OSError as err:
             problems.append(Problem(session, backend.describe(path), None, str(err.strerror)))
         except GenerationError as err:
@@ -260,8 +281,9 @@ class GenerationWriter:
     order they are to be numbered, then ``publish``.
 
     ``replaces`` is the highest number of the session's files it stands for; its files are
-    numbered from 1, and there must be no more of them than that. ``level`` is the zstd
-    level of every file (each kind's own when None).
+    numbered from 1, and there must be no more of them than that. ``revision`` is its
+    revision among generations replacing the same numbers (``GenerationId``). ``level`` is
+    the zstd level of every file (each kind's own when None).
     """
 
     def __init__(
@@ -272,11 +294,13 @@ class GenerationWriter:
         *,
         origin: tuple[str, str] | None,
         compression: str,
+        revision: int = 0,
         level: int | None = None,
     ) -> None:
         self.backend = backend
         self.session = session
         self.replaces = replaces
+        self.id = GenerationId(replaces, revision)
         self.origin = origin
         """``Session.origin`` of the session it replaces (``Generation.origin``)."""
         self.batch = Batch(backend)
@@ -294,7 +318,7 @@ class GenerationWriter:
 
     @property
     def directory(self) -> str:
-        return generation_dir(self.session, self.replaces)
+        return generation_dir(self.session, self.id)
 
     def land(
         self,
@@ -325,27 +349,23 @@ class GenerationWriter:
         if not self._files:
             raise ValueError("a generation holds at least one file")
         self.batch.commit()
-        data = encode_generation(
-            self.session, self.replaces, self._files, self.origin, self._streams
-        )
-        return decode_generation(self.session, self.replaces, data)
+        data = encode_generation(self.session, self.id, self._files, self.origin, self._streams)
+        return decode_generation(self.session, self.id, data)
 
     def publish(self) -> Generation:
         """Creates the manifest of the files committed, which makes them count; AlreadyExists
-        when a generation replacing the same numbers was published before. The caller holds
-        ``landing_lock``."""
+        when a generation of the same numbers and revision was published before. The caller
+        holds ``landing_lock``."""
         generation = self.commit() if len(self.batch) else None
-        data = encode_generation(
-            self.session, self.replaces, self._files, self.origin, self._streams
-        )
+        data = encode_generation(self.session, self.id, self._files, self.origin, self._streams)
         backend = self.backend
-        temp = backend.write_temp(generation_file(self.session, self.replaces), data)
+        temp = backend.write_temp(generation_file(self.session, self.id), data)
         try:
             backend.publish([temp], None, lambda _i: None)
         finally:
             backend.remove_temp(temp)
         crash_point("generation.manifest")
-        return generation or decode_generation(self.session, self.replaces, data)
+        return generation or decode_generation(self.session, self.id, data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,8 +427,8 @@ def retire(backend: Backend, generation: Generation) -> int:
     session, base = generation.session, session_dir(generation.session)
     removed = 0
     for entry in backend.list(base):
-        number = (parse_generation_dir if entry.is_dir else parse_generation_file)(entry.name)
-        if number is not None and number != generation.replaces:
+        found = (parse_generation_dir if entry.is_dir else parse_generation_file)(entry.name)
+        if found is not None and found != generation.id:
             removed += remove_tree(backend, f"{base}/{entry.name}", entry.is_dir)
     transcripts = transcripts_dir(session)
     streams = [f"{transcripts}/{e.name}" for e in backend.list(transcripts) if e.is_dir]
@@ -440,8 +460,8 @@ def remove_unpublished(backend: Backend, session: str) -> int:
     published = {parse_generation_file(e.name) for e in entries if not e.is_dir}
     removed = 0
     for entry in entries:
-        number = parse_generation_dir(entry.name) if entry.is_dir else None
-        if number is not None and number not in published:
+        found = parse_generation_dir(entry.name) if entry.is_dir else None
+        if found is not None and found not in published:
             removed += remove_tree(backend, f"{base}/{entry.name}", True)
     return removed
 

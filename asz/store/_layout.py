@@ -43,6 +43,7 @@ __all__ = [
     "SUMMARY_FILE",
     "TRANSCRIPTS_DIR",
     "TRANSCRIPT_KIND",
+    "GenerationId",
     "LandedName",
     "NotASession",
     "bodies_dir",
@@ -102,7 +103,8 @@ GENERATION_SUFFIX = ".json"
 ROOT_ID_FILE = "root-id"
 """Under ``_state``: the root's own random id, which names the analytics files it writes."""
 ANALYTICS_DIR = "analytics"
-"""Under ``_state``: ``<target digest>.json``, what was written to each analytics target."""
+"""Under ``_state``: ``<target digest>.json``, what was written to each analytics target, and
+``<target digest>/<session>-<pass>.json``, the keys of each session's rows written there."""
 ANALYTICS_LOCK_FILE = "analytics.lock"
 """Under ``_state``: one analytics writer from a root at a time."""
 SESSION_LIST_FILE = "session-list.json"
@@ -117,8 +119,8 @@ redaction policy (``asz.archive.redacted``)."""
 REDACTIONS_SUFFIX = ".redactions.json"
 """Beside a redacted landed file: the rules that fired in it, at which JSON paths."""
 _LANDED_NAME = re.compile(r"^([a-z_]+)-(\d{8,})\.asz$")
-_GENERATION_DIR = re.compile(r"^g-(\d{8,})$")
-_GENERATION_FILE = re.compile(r"^generation-(\d{8,})\.json$")
+_GENERATION_DIR = re.compile(r"^g-(\d{8,})(?:\.([1-9]\d*))?$")
+_GENERATION_FILE = re.compile(r"^generation-(\d{8,})(?:\.([1-9]\d*))?\.json$")
 _STREAM_KEY = re.compile(r"^s-[0-9a-f]{16}$")
 
 
@@ -141,6 +143,27 @@ class LandedName:
     @property
     def name(self) -> str:
         return self.path.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class GenerationId:
+    """Which generation of a session: the numbers it replaces (1 to ``replaces``), and its
+    revision among the generations that replace the same numbers. The newest is the highest,
+    by ``replaces`` then ``revision``.
+
+    A revision above 0 is a generation written again over numbers one replaced already: a
+    session re-redacted for the archive when a generation there covers every number it has
+    (``asz.archive.redacted``). Names without a revision are revision 0, so the names written
+    before there were revisions read as they did."""
+
+    replaces: int
+    revision: int = 0
+
+    @property
+    def suffix(self) -> str:
+        """What follows ``g-`` or ``generation-`` in its names: the number, and ``.<revision>``
+        above revision 0."""
+        return f"{self.replaces:08d}" + (f".{self.revision}" if self.revision else "")
 
 
 def session_dir(session: str) -> str:
@@ -224,27 +247,31 @@ def parse_landed(directory: str, name: str) -> LandedName | None:
     return LandedName(int(match.group(2)), match.group(1), f"{directory}/{name}")
 
 
-def generation_dir(session: str, replaces: int) -> str:
-    """Where the files of the session's generation that replaces numbers 1 to ``replaces``
-    are written, in the session's own layout below it (``g-<seq>/provider_body/...``)."""
-    return f"{session_dir(session)}/{GENERATION_DIR_PREFIX}{replaces:08d}"
+def generation_dir(session: str, generation: GenerationId) -> str:
+    """Where the files of the session's generation ``generation`` are written, in the
+    session's own layout below it (``g-<seq>[.<revision>]/provider_body/...``)."""
+    return f"{session_dir(session)}/{GENERATION_DIR_PREFIX}{generation.suffix}"
 
 
-def generation_file(session: str, replaces: int) -> str:
+def generation_file(session: str, generation: GenerationId) -> str:
     """The generation's manifest: written last, create-only; the generation counts from then."""
-    return f"{session_dir(session)}/{GENERATION_FILE_PREFIX}{replaces:08d}{GENERATION_SUFFIX}"
+    return f"{session_dir(session)}/{GENERATION_FILE_PREFIX}{generation.suffix}{GENERATION_SUFFIX}"
 
 
-def parse_generation_dir(name: str) -> int | None:
-    """The number a generation directory's name says it replaces up to, or None."""
-    match = _GENERATION_DIR.match(name)
-    return int(match.group(1)) if match else None
+def parse_generation_dir(name: str) -> GenerationId | None:
+    """The generation a generation directory's name says it holds, or None."""
+    return _generation_id(_GENERATION_DIR.match(name))
 
 
-def parse_generation_file(name: str) -> int | None:
-    """The number a generation manifest's name says it replaces up to, or None."""
-    match = _GENERATION_FILE.match(name)
-    return int(match.group(1)) if match else None
+def parse_generation_file(name: str) -> GenerationId | None:
+    """The generation a manifest's name says it publishes, or None."""
+    return _generation_id(_GENERATION_FILE.match(name))
+
+
+def _generation_id(match: re.Match[str] | None) -> GenerationId | None:
+    if match is None:
+        return None
+    return GenerationId(int(match.group(1)), int(match.group(2) or 0))
 
 
 def ordinary_path(session: str, path: str) -> str:

@@ -145,6 +145,9 @@ class SessionFiles:
         self._moves: int | None = None
         """Within a read that starts again when the session moves (``again_when_moved``):
         how many more times it may; None outside one."""
+        self._marked: tuple[list[LandedName], str] | None = None
+        """The listing last marked and its mark: a listing handed to several derived files
+        (the summary and the kept report of one read) is stamped once."""
 
     # -- landed files ----------------------------------------------------------------------
 
@@ -230,7 +233,7 @@ class SessionFiles:
             return False
         newest = read_generation(self.backend, self.id)[0]
         held = self.generation()
-        return (0 if newest is None else newest.replaces) != (0 if held is None else held.replaces)
+        return (None if newest is None else newest.id) != (None if held is None else held.id)
 
     def gone(self) -> None:
         """A file counted is gone, or what a read looks for is not in the files it listed:
@@ -272,13 +275,23 @@ class SessionFiles:
         """Every stream directory of the session's landed transcripts, by name (a stream a
         generation holds is named by its ordinary directory, as ``landed_in`` takes it)."""
         base = transcripts_dir(self.id)
-        entries = self.backend.list(base)
-        names = {e.name for e in entries if e.is_dir and e.name.startswith(STREAM_PREFIX)}
+        names = self._ordinary_streams(base)
         generation = self.generation()
         if generation is not None:
             streams = (d for d in generation.ordinary_dirs() if d.startswith(base + "/"))
             names.update(d.rsplit("/", 1)[-1] for d in streams)
         return [f"{base}/{name}" for name in sorted(names)]
+
+    def ordinary_stream_dirs(self) -> list[str]:
+        """The stream directories in the session's ordinary layout, where the streams' cursors
+        are: what a landing pass looks after, found without reading the generation (a stream
+        only a generation holds has no cursor)."""
+        base = transcripts_dir(self.id)
+        return [f"{base}/{name}" for name in sorted(self._ordinary_streams(base))]
+
+    def _ordinary_streams(self, base: str) -> set[str]:
+        entries = self.backend.list(base)
+        return {e.name for e in entries if e.is_dir and e.name.startswith(STREAM_PREFIX)}
 
     def landed(self, kind: str | None = None, *, checked: bool = True) -> list[LandedName]:
         """The session's landed files of ``kind`` (every kind when None), in sequence order.
@@ -385,7 +398,14 @@ class SessionFiles:
         rewritten in any way (cut short, or changed in place at the same size) changes its
         stamp, so it is read again and its problem said, rather than hidden behind what was
         derived before (``asz.store._derived``)."""
-        return landed_mark(self.backend, self.landed() if names is None else names)
+        if names is None:
+            return landed_mark(self.backend, self.landed())
+        if self._marked is not None and self._marked[0] is names:
+            return self._marked[1]
+        mark = landed_mark(self.backend, names)
+        if isinstance(names, list):
+            self._marked = (names, mark)
+        return mark
 
     def landed_bytes(self, kind: str | None = None) -> int:
         """The bytes on disk of the session's landed files of ``kind`` (every kind when None)."""

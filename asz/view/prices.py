@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from asz.config import ModelPrice, model_prices
+from asz.config import ModelPrice
+from asz.config_file import model_prices
 from asz.view.usage import Usage
 
 __all__ = [

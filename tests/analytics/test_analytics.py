@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -42,6 +43,7 @@ def machine(landed: FactsMachine, tmp_path: Path) -> FactsMachine:
     return copy
 
 
+@pytest.mark.slow
 def test_asz_cache_from_the_tables_gives_its_figures_from_the_landed_files(
     machine: FactsMachine,
 ) -> None:
@@ -111,6 +113,7 @@ def test_a_pass_writes_only_what_changed_and_each_row_once(machine: FactsMachine
     assert machine.cache(config=machine.tables_config()) == machine.cache()
 
 
+@pytest.mark.slow
 def test_a_day_s_files_are_compacted_into_one_counted_once(machine: FactsMachine) -> None:
     machine.export()
     root_id = (machine.root / "_state" / "root-id").read_text().strip()
@@ -131,6 +134,7 @@ def test_a_day_s_files_are_compacted_into_one_counted_once(machine: FactsMachine
     assert machine.cache(config=machine.tables_config()) == machine.cache()
 
 
+@pytest.mark.slow
 def test_a_compacted_file_and_the_files_it_covers_are_counted_once(
     machine: FactsMachine,
 ) -> None:
@@ -152,6 +156,7 @@ def test_a_compacted_file_and_the_files_it_covers_are_counted_once(
     assert len(parts(machine.tables / "calls")) == 1
 
 
+@pytest.mark.slow
 def test_another_machine_s_files_are_never_rewritten_or_removed(machine: FactsMachine) -> None:
     """Two files of another machine for a past day (which this one would compact, were they
     its own) stay as they are, and are counted."""
@@ -172,6 +177,7 @@ def test_another_machine_s_files_are_never_rewritten_or_removed(machine: FactsMa
     assert counts["n"] == 3 * first["calls"] + more["calls"]
 
 
+@pytest.mark.slow
 def test_rows_of_a_session_still_landing_wait_for_it(machine: FactsMachine) -> None:
     """A session that landed something within ``quiet_seconds`` has only the calls a later
     call of their stream follows written; the rest, and its sessions row, once it is quiet."""
@@ -195,6 +201,7 @@ def test_rows_of_a_session_still_landing_wait_for_it(machine: FactsMachine) -> N
     assert machine.cache(config=machine.tables_config()) == machine.cache()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", [*ANALYTICS_POINTS, "analytics.written:2"])
 def test_a_write_killed_at_each_named_point_leaves_every_row_once(
     machine: FactsMachine, point: str
@@ -226,6 +233,39 @@ def test_a_write_killed_at_each_named_point_leaves_every_row_once(
     assert machine.cache(config=machine.tables_config()) == from_files
 
 
+def test_a_pass_reads_and_writes_the_keys_of_the_sessions_it_reads_only(
+    machine: FactsMachine,
+) -> None:
+    """The record holds a line per session, not the keys of every row ever written: those are
+    in a file per session, which a pass that does not read the session leaves alone."""
+    first = machine.export()
+    [record] = (machine.root / "_state" / "analytics").glob("*.json")
+    keys_dir = record.with_suffix("")
+    before = {path.name: path.stat().st_mtime_ns for path in keys_dir.iterdir()}
+    assert len(before) == 3
+    assert (
+        sum(len(orjson.loads(keys_dir.joinpath(n).read_bytes())["keys"]) for n in before)
+        == (first["calls"])
+    )
+    machine.land_more(seed=11)
+    more = machine.export()
+    after = {path.name: path.stat().st_mtime_ns for path in keys_dir.iterdir()}
+    assert more["sessions"] == 1 and len(after) == 4
+    assert {name: after[name] for name in before} == before
+    sessions = orjson.loads(record.read_bytes())["sessions"]
+    assert len(sessions) == 4 and all(
+        set(entry) == {"files", "keys"} for entry in sessions.values()
+    )
+    # A key file that does not read is rebuilt from the target: no row is written twice.
+    for name in after:
+        (keys_dir / name).write_bytes(b"")
+    record.write_bytes(record.read_bytes().replace(b'"files":', b'"files":null,"was":'))
+    again = machine.export()
+    assert again["sessions"] == 4 and again["calls"] == 0
+    [counts] = machine.sql(KEYS)
+    assert counts["n"] == counts["keys"] == first["calls"] + more["calls"]
+
+
 def test_a_lost_record_is_rebuilt_from_the_machine_s_own_files(machine: FactsMachine) -> None:
     machine.export()
     shutil.rmtree(machine.root / "_state" / "analytics")
@@ -235,6 +275,7 @@ def test_a_lost_record_is_rebuilt_from_the_machine_s_own_files(machine: FactsMac
     assert counts["n"] == counts["keys"]
 
 
+@pytest.mark.slow
 def test_sql_prints_a_table_json_or_csv_and_says_what_is_wrong(machine: FactsMachine) -> None:
     machine.export()
     query = "SELECT cause, count(*) AS breaks FROM breaks GROUP BY cause ORDER BY cause"
@@ -255,6 +296,7 @@ def test_sql_prints_a_table_json_or_csv_and_says_what_is_wrong(machine: FactsMac
     assert empty.returncode == 0 and empty.stdout.strip() == b'[{"n":0}]'
 
 
+@pytest.mark.slow
 def test_the_web_session_list_reads_the_tables_when_the_root_has_them(
     machine: FactsMachine,
 ) -> None:

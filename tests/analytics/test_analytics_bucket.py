@@ -27,6 +27,7 @@ def machine(tmp_path: Path) -> FactsMachine:
     return found
 
 
+@pytest.mark.slow
 def test_tables_in_a_bucket_read_as_the_same_tables_in_a_directory(
     machine: FactsMachine, s3: S3Server, tmp_path: Path
 ) -> None:

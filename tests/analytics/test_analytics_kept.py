@@ -115,6 +115,7 @@ def expected_calls(machine: FactsMachine, session: str, root_id: str) -> list[di
     return rows
 
 
+@pytest.mark.slow
 def test_the_rows_are_what_the_view_and_the_report_say_column_for_column(
     machine: FactsMachine,
 ) -> None:

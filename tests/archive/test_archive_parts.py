@@ -18,7 +18,8 @@ from asz.archive.ahead import KEPT, ReadAhead
 from asz.archive.cache import LocalCache
 from asz.archive.push import PushBusy, push_lock
 from asz.archive.record import PushRecord
-from asz.config import ConfigError, load_config
+from asz.config import ConfigError
+from asz.config_file import load_config
 from asz.export.cursor import ExportBusy, export_lock
 
 

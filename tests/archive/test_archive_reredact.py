@@ -229,3 +229,238 @@ def test_each_redacted_file_pushed_in_parts_names_the_one_before_it(
         data = client.get_object(Bucket=BUCKET, Key=key)["Body"].read()
         said = client.head_object(Bucket=BUCKET, Key=later)["Metadata"].get(FOLLOWS)
         assert said == f"{seq}:{hashlib.sha256(data).hexdigest()}", later
+
+
+@pytest.mark.slow
+def test_a_repacked_session_pushed_whole_is_reredacted_as_a_revision_of_its_generation(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    """A repacked session pushed with nothing landed since: the archive's generation covers
+    every number the session has, so the new policy's goes beside it as a revision of it."""
+    ws = Workspace(tmp_path)
+    landed_in_passes(ws, Capture.make(tmp_path / "capture", seed=9, sessions=2, turns=4))
+    repack(ws, *sessions(ws))
+    prefix = bucket_prefix(tmp_path)
+    first = archive_config(tmp_path / "first.toml", s3.endpoint, prefix, redact=True)
+    assert _json(ws, "push", "--config", str(first), root=str(ws.root))["complete"]
+    before = s3.objects(prefix + "/")
+    config = _with_policy(
+        archive_config(tmp_path / "second.toml", s3.endpoint, prefix, redact=True, prune_after=0.0),
+        'withhold = ["tools"]',
+    )
+    held = _run(ws, "push", "--config", str(config), "--json", root=str(ws.root))
+    said = orjson.loads(held.stdout)
+    assert held.returncode == 1 and said["files"] == 0 and said["other_policy"], said
+
+    again = _json(ws, "push", "--config", str(config), "--reredact", root=str(ws.root))
+    assert again["complete"] and sorted(again["reredacted"]) == sessions(ws), again
+    now = s3.objects(prefix + "/")
+    assert all(now[key] == data for key, data in before.items())  # nothing overwritten
+    replaced = sorted(key for key in before if is_pushed_file(key) and "/_archive/" not in key)
+    assert sorted(again["replaced"]) == replaced
+    store = open_store(ws.root)
+    for session in sessions(ws):
+        manifests = [k for k in now if k.startswith(f"{prefix}/{session}/generation-")]
+        new = [key for key in manifests if key not in before]
+        assert len(manifests) == 2 and len(new) == 1 and new[0].endswith(".1.json"), manifests
+        for item in orjson.loads(now[new[0]])["files"]:
+            data = now[f"{prefix}/{item['path']}"]
+            assert hashlib.sha256(data).hexdigest() == item["sha256"]
+
+    bucket = f"s3://{BUCKET}/{prefix}"
+
+    def read_back() -> None:
+        assert _json(ws, "verify", "--config", str(config), root=bucket)["problems"] == []
+        assert without_project(_json(ws, "cache", "--config", str(config), root=bucket)) == (
+            without_project(_json(ws, "cache", root=str(ws.root)))
+        )
+        for session in sessions(ws):
+            view = _json(ws, "view", session, "--config", str(config), root=bucket)
+            local = _json(ws, "view", session, root=str(ws.root))
+            assert len(view["calls"]) == len(local["calls"]) > 0
+            request = next(i for i in store.session(session).body_ids() if i.endswith(".request"))
+            body = _run(ws, "body", session, request, "--config", str(config), root=bucket)
+            assert body.returncode == 0 and WITHHELD.encode() in body.stdout, body.stderr
+            back = tmp_path / "back" / session
+            restored = _run(
+                ws, "restore", session, "--to", str(back), "--config", str(config), root=bucket
+            )
+            assert restored.returncode == 0 and any(back.rglob("*.jsonl")), restored.stderr
+
+    read_back()
+    quiet = _json(ws, "push", "--config", str(config), root=str(ws.root))
+    assert quiet["files"] == 0 and quiet["other_policy"] == [], quiet
+
+    pruned = _json(ws, "push", "--config", str(config), "--prune", root=str(ws.root))
+    assert pruned["pruned"]["objects"] == len(replaced), pruned["pruned"]
+    assert not set(replaced) & set(s3.objects(prefix + "/"))
+    read_back()
+
+
+def _landed_in_small_passes(ws: Workspace, writes: list[Any]) -> None:
+    """``writes`` landed in a few passes: many small files, for a repack to merge."""
+    step = max(1, len(writes) // 8)
+    for start in range(0, len(writes), step):
+        for write in writes[start : start + step]:
+            apply_write(ws.claude, write)
+        assert ws.collect_once()[0] == 0
+
+
+def _read_alike(ws: Workspace, config: Path, prefix: str) -> None:
+    """Every reader of the bucket reads the root's sessions whole: verify finds nothing, the
+    cache report is the local one, the view has every call."""
+    bucket = f"s3://{BUCKET}/{prefix}"
+    assert _json(ws, "verify", "--config", str(config), root=bucket)["problems"] == []
+    assert without_project(_json(ws, "cache", "--config", str(config), root=bucket)) == (
+        without_project(_json(ws, "cache", root=str(ws.root)))
+    )
+    for session in sessions(ws):
+        view = _json(ws, "view", session, "--config", str(config), root=bucket)
+        local = _json(ws, "view", session, root=str(ws.root))
+        assert len(view["calls"]) == len(local["calls"]) > 0
+
+
+@pytest.mark.slow
+def test_what_lands_after_a_repacked_session_went_redacted_goes_after_its_generation(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    """A stream's windows landed after a repack follow the generation's windows of it: their
+    redacted offsets go on from where those of the generation's counterparts ended."""
+    ws = Workspace(tmp_path)
+    capture = Capture.make(tmp_path / "capture", seed=12, sessions=2, turns=4)
+    writes = plan_writes(capture.dir, random.Random(6))
+    half = len(writes) // 2
+    _landed_in_small_passes(ws, writes[:half])
+    repacked = repack(ws, *sessions(ws))["sessions"]
+    assert any(outcome["state"] == "repacked" for outcome in repacked), repacked
+    prefix = bucket_prefix(tmp_path)
+    config = archive_config(tmp_path / "asz.toml", s3.endpoint, prefix, redact=True)
+    assert _json(ws, "push", "--config", str(config), root=str(ws.root))["complete"]
+
+    _landed_in_small_passes(ws, writes[half:])
+    later = _json(ws, "push", "--config", str(config), root=str(ws.root))
+    assert later["complete"] and later["redaction_failed"] == [] and later["files"] > 0, later
+    _read_alike(ws, config, prefix)
+
+
+@pytest.mark.slow
+def test_a_session_repacked_after_its_reredaction_goes_on_being_pushed(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    """Re-redacted at its highest number, then repacked here at that same number: the
+    archive's generation covers the repacked files, and what lands later goes after it."""
+    ws = Workspace(tmp_path)
+    capture = Capture.make(tmp_path / "capture", seed=11, sessions=2, turns=4)
+    writes = plan_writes(capture.dir, random.Random(4))
+    half = len(writes) // 2
+    _landed_in_small_passes(ws, writes[:half])
+    prefix = bucket_prefix(tmp_path)
+    first = archive_config(tmp_path / "first.toml", s3.endpoint, prefix, redact=True)
+    assert _json(ws, "push", "--config", str(first), root=str(ws.root))["complete"]
+    config = _with_policy(
+        archive_config(tmp_path / "second.toml", s3.endpoint, prefix, redact=True),
+        'withhold = ["tools"]',
+    )
+    again = _json(ws, "push", "--config", str(config), "--reredact", root=str(ws.root))
+    assert again["complete"] and again["reredacted"], again
+
+    repacked = repack(ws, *sessions(ws))["sessions"]
+    assert any(outcome["state"] == "repacked" for outcome in repacked), repacked
+    quiet = _json(ws, "push", "--config", str(config), root=str(ws.root))
+    assert quiet["complete"] and quiet["redaction_failed"] == [] and quiet["files"] == 0, quiet
+
+    for write in writes[half:]:
+        apply_write(ws.claude, write)
+    assert ws.collect_once()[0] == 0
+    later = _json(ws, "push", "--config", str(config), root=str(ws.root))
+    assert later["complete"] and later["redaction_failed"] == [] and later["files"] > 0, later
+    _read_alike(ws, config, prefix)
+    bucket = f"s3://{BUCKET}/{prefix}"
+    store = open_store(ws.root)
+    for session in sessions(ws):
+        for request in (i for i in store.session(session).body_ids() if i.endswith(".request")):
+            body = _run(ws, "body", session, request, "--config", str(config), root=bucket)
+            assert body.returncode == 0, body.stderr
+            tools = b'"tools":[{' in store.session(session).body(request)
+            assert (WITHHELD.encode() in body.stdout) == tools, request
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("before", ["raw", "another policy"])
+def test_a_push_that_relists_takes_its_files_under_an_older_policy_for_what_they_are(
+    s3: S3Server, tmp_path: Path, before: str
+) -> None:
+    """The record lost, or ``--relist``: what went under an older policy (or raw) differs from
+    what this policy sends, yet it is this root's: held for --reredact, never a conflict."""
+    ws = Workspace(tmp_path)
+    _landed_in_small_passes(
+        ws, plan_writes(Capture.make(tmp_path / "c", seed=13).dir, random.Random(7))
+    )
+    prefix = bucket_prefix(tmp_path)
+    first = archive_config(tmp_path / "first.toml", s3.endpoint, prefix, redact=before != "raw")
+    assert _json(ws, "push", "--config", str(first), root=str(ws.root))["complete"]
+    held_before = s3.objects(prefix + "/")
+    config = _with_policy(
+        archive_config(tmp_path / "second.toml", s3.endpoint, prefix, redact=True),
+        'withhold = ["tools"]',
+    )
+    (ws.root / "_state" / "archive-pushed.jsonl").unlink()
+
+    for relist in ([], ["--relist"]):
+        done = _run(ws, "push", "--config", str(config), "--json", *relist, root=str(ws.root))
+        held = orjson.loads(done.stdout)
+        assert done.returncode == 1 and held["conflicts"] == [] and held["other_policy"], held
+        assert held["files"] == 0, held
+        assert b"conflict" not in done.stderr and b"--reredact" in done.stderr, done.stderr
+        sent = set(s3.objects(prefix + "/")) - set(held_before)
+        assert all("/_archive/roots/" in key for key in sent), sent  # the new record's marker
+
+    again = _json(ws, "push", "--config", str(config), "--reredact", root=str(ws.root))
+    assert again["complete"] and sorted(again["reredacted"]) == sessions(ws), again
+    now = s3.objects(prefix + "/")
+    assert all(now[key] == data for key, data in held_before.items())
+    _read_alike(ws, config, prefix)
+
+
+@pytest.mark.slow
+def test_a_reredaction_after_the_record_was_lost_goes_beside_every_generation_there(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    """Re-redacted once, the record lost, the policy changed again: the new generation takes
+    the revision above the one in the bucket, which the rebuilt record never names."""
+    ws = Workspace(tmp_path)
+    _landed_in_small_passes(
+        ws, plan_writes(Capture.make(tmp_path / "c", seed=14).dir, random.Random(8))
+    )
+    prefix = bucket_prefix(tmp_path)
+    first = archive_config(tmp_path / "first.toml", s3.endpoint, prefix, redact=True)
+    assert _json(ws, "push", "--config", str(first), root=str(ws.root))["complete"]
+    second = _with_policy(
+        archive_config(tmp_path / "second.toml", s3.endpoint, prefix, redact=True),
+        'withhold = ["tools"]',
+    )
+    assert _json(ws, "push", "--config", str(second), "--reredact", root=str(ws.root))["complete"]
+    (ws.root / "_state" / "archive-pushed.jsonl").unlink()
+    third = _with_policy(
+        archive_config(tmp_path / "third.toml", s3.endpoint, prefix, redact=True),
+        'withhold = ["tools", "system"]',
+    )
+    held = _run(ws, "push", "--config", str(third), "--json", root=str(ws.root))
+    assert held.returncode == 1 and orjson.loads(held.stdout)["conflicts"] == [], held.stdout
+
+    again = _json(ws, "push", "--config", str(third), "--reredact", root=str(ws.root))
+    assert again["complete"] and again["conflicts"] == [], again
+    keys = s3.objects(prefix + "/")
+    for session in sessions(ws):
+        assert f"{prefix}/{session}/generation-{_highest(ws, session):08d}.2.json" in keys
+    _read_alike(ws, third, prefix)
+    store = open_store(ws.root)
+    bucket = f"s3://{BUCKET}/{prefix}"
+    for session in sessions(ws):
+        request = next(i for i in store.session(session).body_ids() if i.endswith(".request"))
+        body = _run(ws, "body", session, request, "--config", str(third), root=bucket)
+        assert body.returncode == 0 and b"\xc2\xabwithheld:system:" in body.stdout, body.stderr
+
+
+def _highest(ws: Workspace, session: str) -> int:
+    return open_store(ws.root).numbered(session)[0]

@@ -23,7 +23,7 @@ from support.s3server import CREDENTIALS, FaultProxy, S3Server, archive_config, 
 from asz.adapters.session_filter import landed_admits
 from asz.archive import open_bucket
 from asz.archive.push import Pusher
-from asz.config import load_config
+from asz.config_file import load_config
 from asz.locations import ArchiveUrl
 from asz.store import open_store
 from asz.synth import SynthOptions

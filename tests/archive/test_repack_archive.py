@@ -22,7 +22,7 @@ from asz.adapters.session_filter import landed_admits
 from asz.archive import open_bucket
 from asz.archive.push import Pusher
 from asz.archive.redacted import RedactedRoot, redacted_root
-from asz.config import load_config
+from asz.config_file import load_config
 from asz.locations import ArchiveUrl
 from asz.redact import Redacted, Redactor
 from asz.store import MAIN_STREAM, budgets_of, landing_lock, open_store, repack_session

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asz.config import ConfigError, load_config
+from asz.config import ConfigError
+from asz.config_file import load_config
 
 
 def test_defaults_follow_xdg_and_claude_lookup(tmp_path: Path) -> None:

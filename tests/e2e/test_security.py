@@ -35,7 +35,8 @@ from support.harness import (
     wait_for,
 )
 
-from asz.config import DEFAULT_LISTEN, load_config
+from asz.config import DEFAULT_LISTEN
+from asz.config_file import load_config
 from asz.store import BodyNotFound, CodecError, open_store
 from asz.store._framing import ZSTD_MAGIC
 

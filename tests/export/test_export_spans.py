@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.serving import land
 
-from asz.config import ConfigError, load_config
+from asz.config import ConfigError
+from asz.config_file import load_config
 from asz.export.otel import shown_url
 from asz.export.spans import session_spans, span_id_of, time_ns, trace_id_of
 from asz.store import open_store

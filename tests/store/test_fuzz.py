@@ -35,7 +35,8 @@ from support.harness import Capture, Workspace
 
 from asz.adapters.provider_ledger import rebuild_ledger
 from asz.bodykeys import read_keys
-from asz.config import ConfigError, load_config
+from asz.config import ConfigError
+from asz.config_file import load_config
 from asz.restore import RestoreRefused, restore_session
 from asz.store import BodyNotFound, CodecError, open_store
 from asz.store._bodies import BodyLander, IncomingBody, load_session_bodies
@@ -111,7 +112,13 @@ BODIES = st.one_of(
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Large bodies are what this is about: the health check that refuses inputs this large fails
+# the test on some seeds before a single body is landed.
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(
     bodies=st.lists(st.tuples(st.sampled_from(["request", "response"]), BODIES), max_size=8),
     split=st.integers(0, 8),

@@ -56,12 +56,23 @@ def everything(ws: Workspace) -> dict[str, Any]:
     return seen
 
 
-@pytest.fixture
-def landed(tmp_path: Path) -> tuple[Workspace, Capture]:
-    ws = Workspace(tmp_path)
-    capture = Capture.make(tmp_path / "capture", seed=3, sessions=2, turns=5)
+@pytest.fixture(scope="module")
+def landed_once(tmp_path_factory: pytest.TempPathFactory) -> tuple[Workspace, Capture]:
+    """The capture landed over many passes once for the module; tests take a copy."""
+    base = tmp_path_factory.mktemp("landed")
+    ws = Workspace(base)
+    capture = Capture.make(base / "capture", seed=3, sessions=2, turns=5)
     landed_in_passes(ws, capture)
     return ws, capture
+
+
+@pytest.fixture
+def landed(landed_once: tuple[Workspace, Capture], tmp_path: Path) -> tuple[Workspace, Capture]:
+    """A copy of the landed workspace of the test's own (sources, root and HOME alike)."""
+    ws, capture = landed_once
+    shutil.copytree(ws.base, tmp_path / "ws", symlinks=True)
+    copy = Capture(tmp_path / "ws" / capture.dir.relative_to(ws.base), capture.expected)
+    return Workspace(tmp_path / "ws"), copy
 
 
 @pytest.mark.slow
@@ -203,6 +214,7 @@ def test_a_stale_generation_directory_without_its_manifest_is_never_read(
     assert not ws.verify()[1]["problems"]
 
 
+@pytest.mark.slow
 def test_the_service_repacks_quiet_sessions_in_the_background(
     landed: tuple[Workspace, Capture],
 ) -> None:

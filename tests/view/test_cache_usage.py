@@ -11,7 +11,8 @@ import pytest
 from support.handmade import HandMade
 from support.landing import land_sample
 
-from asz.config import ConfigError, ModelPrice, load_config
+from asz.config import ConfigError, ModelPrice
+from asz.config_file import load_config
 from asz.store import MAIN_STREAM
 from asz.view.calls import Call, Epoch, Stream, Transcript
 from asz.view.prices import price_table, shipped_prices

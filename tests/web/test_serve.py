@@ -14,6 +14,7 @@ import re
 import signal
 import socket
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
@@ -21,6 +22,7 @@ import pytest
 from support.serving import (
     HIDING,
     HOSTILE,
+    Served,
     child_env,
     hostile_capture,
     land,
@@ -43,6 +45,17 @@ def synth_root(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, Pa
     claude = tmp / "claude"
     expected = synthesize(claude, SynthOptions())
     return land(tmp, claude), expected, claude
+
+
+@pytest.fixture(scope="module")
+def served_synth(
+    synth_root: tuple[Path, dict, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    """One ``asz serve`` of the synthetic root for the module's tests that only read pages
+    and look at the answers (a test that reads the server's log or ends it starts its own)."""
+    root, _expected, _claude = synth_root
+    with serving(root, tmp_path_factory.mktemp("home")) as served:
+        yield served
 
 
 def tools_added(expected: dict) -> dict:
@@ -119,11 +132,10 @@ def test_the_session_list_sorts_filters_and_finds_sessions_by_their_prompts(
     ],
 )
 def test_a_query_value_no_page_offers_is_a_400_page_that_says_what_is_wrong(
-    synth_root: tuple[Path, dict, Path], tmp_path: Path, query: str, said: str
+    synth_root: tuple[Path, dict, Path], served_synth: Served, query: str, said: str
 ) -> None:
-    root, expected, _claude = synth_root
-    with serving(root, tmp_path / "home") as served:
-        answer = served.get(query.format(s=expected["sessions"][0]["id"]))
+    _root, expected, _claude = synth_root
+    answer = served_synth.get(query.format(s=expected["sessions"][0]["id"]))
     assert answer.status == 400
     assert answer.headers["content-type"].startswith("text/html")
     assert said in answer.text
@@ -260,11 +272,10 @@ def _a_prompt_of(root: Path, session_id: str) -> str:
     ],
 )
 def test_what_is_not_there_is_a_404_page_that_says_what(
-    synth_root: tuple[Path, dict, Path], tmp_path: Path, path: str, said: str
+    synth_root: tuple[Path, dict, Path], served_synth: Served, path: str, said: str
 ) -> None:
-    root, expected, _claude = synth_root
-    with serving(root, tmp_path / "home") as served:
-        answer = served.get(path.format(s=expected["sessions"][0]["id"]))
+    _root, expected, _claude = synth_root
+    answer = served_synth.get(path.format(s=expected["sessions"][0]["id"]))
     assert answer.status == 404
     assert answer.headers["content-type"].startswith("text/html")
     assert said in answer.text
