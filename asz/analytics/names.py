@@ -17,20 +17,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["NO_DAY", "TABLE_NAMES", "Part", "counted", "parse_part", "part_path"]
 
 TABLE_NAMES = ("calls", "sessions", "breaks")
 
-_PART = re.compile(r"^part-([0-9a-f]{16})-(\d{8,})(?:-(\d{8,}))?\.parquet$")
-_DAY = re.compile(r"^day=(\d{4}-\d{2}-\d{2})$")
+_PART = re.compile(
+    r"^([^/]*)/day=(\d{4}-\d{2}-\d{2})/part-([0-9a-f]{16})-(\d{8,})(?:-(\d{8,}))?\.parquet$"
+)
+"""A part's whole path in one match: a reader parses every file of a team's prefix (146,000 a
+year for 200 developers) before each query."""
 NO_DAY = "1970-01-01"
 """The day of a row no time is known for (a side request with no call before it)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Part:
+class Part(NamedTuple):
+    """One file of a table. A tuple: a reader makes one for every file of a team's prefix
+    before each query, and a frozen dataclass costs several times as much to make."""
+
     table: str
     day: str
     machine: str
@@ -58,18 +63,15 @@ def part_path(table: str, day: str, machine: str, first: int, last: int | None =
 
 def parse_part(path: str) -> Part | None:
     """The part at ``path`` (relative to the target), or None for any other file."""
-    parts = path.split("/")
-    if len(parts) != 3:
+    found = _PART.match(path)
+    if found is None:
         return None
-    table, day_dir, name = parts
-    day, found = _DAY.match(day_dir), _PART.match(name)
-    if day is None or found is None:
-        return None
-    first = int(found.group(2))
-    last = int(found.group(3)) if found.group(3) else first
+    table, day, machine, first_text, last_text = found.groups()
+    first = int(first_text)
+    last = int(last_text) if last_text else first
     if last < first:
         return None
-    return Part(table, day.group(1), found.group(1), first, last)
+    return Part(table, day, machine, first, last)
 
 
 def counted(parts: Iterable[Part]) -> list[Part]:

@@ -123,6 +123,7 @@ from asz.store._layout import (
     stream_key,
 )
 from asz.store._manifest import MAX_BODY, MAX_DEPTH, CodecError
+from asz.store._moves import SessionMoved
 from asz.store._repack import (
     RepackBusy,
     RepackOutcome,
@@ -143,7 +144,7 @@ from asz.store._session_facts import (
     open_facts,
     save_facts,
 )
-from asz.store._session_files import BodyManifest, SessionMoved
+from asz.store._session_files import BodyManifest
 from asz.store._store import Store, open_store
 from asz.store._streams import (
     APPEND,

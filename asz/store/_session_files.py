@@ -6,22 +6,18 @@ that rebuild bodies, derive facts and summaries, or keep derived files take a
 :class:`SessionFiles`, so none of them needs the reading API built on top of them. A landed
 file that does not read becomes a :class:`Problem` in ``problems`` and the rest is still read.
 
-A repack may publish a new generation of the session while it is read, and retire the files
-the reader counted (``asz.store._generation``). A file found gone then, or a sequence listed
-half way through its retiring, is no problem: the read the reader asked for (a body, a
-transcript, the lines, the facts...) starts again once from the newest generation, which
-holds the same bytes (:func:`retried_when_moved`). Only a second such move within the same read
-is said as a problem, so a read is never repeated without end.
+A repack may publish a new generation of the session while it is read: the session's reads
+then start again once from it (``asz.store._moves``); these files say when that happened
+(:meth:`SessionFiles.moved`) and forget what they read (:meth:`SessionFiles.renew`).
 """
 
 from __future__ import annotations
 
 import errno
-import functools
 import hashlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any
 
 from asz.bodykeys import BodyKeys
 from asz.progress import Progress, Silent
@@ -53,6 +49,7 @@ from asz.store._manifest_index import (
     encode_index,
     pieces_named,
 )
+from asz.store._moves import MovedReads, retried_when_moved
 from asz.store._streams import (
     Fresh,
     LandedWindow,
@@ -61,29 +58,7 @@ from asz.store._streams import (
 )
 from asz.store._writer import read_seq_file
 
-__all__ = ["BodyManifest", "SessionFiles", "SessionMoved", "retried_when_moved"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
-S = TypeVar("S", bound="SessionFiles")
-
-
-class SessionMoved(Exception):
-    """A file the session counted is gone, and a newer generation of the session was
-    published meanwhile: a repack retired what the read had listed."""
-
-
-def retried_when_moved(
-    read: Callable[Concatenate[S, P], R],
-) -> Callable[Concatenate[S, P], R]:
-    """A method of a session that reads it, read once more from the session's newest
-    generation when a repack moved the session under it (``SessionFiles.again_when_moved``)."""
-
-    def again(session: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return session.again_when_moved(lambda: read(session, *args, **kwargs))
-
-    functools.update_wrapper(again, read)
-    return again
+__all__ = ["BodyManifest", "SessionFiles"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +83,7 @@ class BodyManifest:
         return {"file": self.file, "seq": self.seq, "row": self.row}
 
 
-class SessionFiles:
+class SessionFiles(MovedReads):
     """The landed files of one session, wherever its root is (see the module)."""
 
     def __init__(
@@ -119,6 +94,7 @@ class SessionFiles:
         trusts_derived: bool = True,
         generation: Generation | None = None,
     ) -> None:
+        super().__init__()
         self.backend = backend
         self.id = session_id
         self.trusts_derived = trusts_derived
@@ -138,13 +114,8 @@ class SessionFiles:
         if generation is not None:
             self._generation = (generation, [])
         self._given = generation is not None
-        self._renewals = 0
-        """How many times the session was read afresh (``renew``)."""
         self._pack: tuple[str, LandedFile] | None = None
         """The transcript pack read last: read for each stream it holds, it is read once."""
-        self._moves: int | None = None
-        """Within a read that starts again when the session moves (``again_when_moved``):
-        how many more times it may; None outside one."""
         self._marked: tuple[list[LandedName], str] | None = None
         """The listing last marked and its mark: a listing handed to several derived files
         (the summary and the kept report of one read) is stamped once."""
@@ -158,75 +129,17 @@ class SessionFiles:
             self._generation = read_generation(self.backend, self.id)
         return self._generation[0]
 
-    def again_when_moved(self, read: Callable[[], R]) -> R:
-        """``read()``, run once more from the session's newest generation when a repack moved
-        the session under it (:class:`SessionMoved`: a file it counted is gone, or its sequence was
-        listed half way through their removing), with the problems said on the way taken
-        back. Reads within it leave the retrying to it; the second time round a move is a
-        problem, so a read is never repeated without end."""
-        if self._moves is not None:
-            return read()
-        said = len(self.problems)
-        self._moves = 1
-        try:
-            try:
-                return read()
-            except SessionMoved:
-                del self.problems[said:]
-                self.renew()
-            self._moves = 0
-            return read()
-        finally:
-            self._moves = None
-
-    def iterated_when_moved(self, start: Callable[[], Iterator[R]]) -> Iterator[R]:
-        """The items of ``start()``, an iteration over the session, made again once by
-        ``start()`` from the session's newest generation when a repack moved the session
-        under it, with the problems said on the way taken back: ``start`` skips what was
-        given before (the caller keeps that). As :meth:`again_when_moved`, but only while an
-        item is being made: the caller may read the session otherwise between two items, and
-        when such a read found the session moved and read it afresh, the iteration starts
-        again from there too (what it listed is gone)."""
-        said = len(self.problems)
-        items = start()
-        renewals = self._renewals
-        moves = 1
-        while True:
-            outer = self._moves is None
-            if outer and moves and self._renewals != renewals:
-                moves = 0
-                del self.problems[said:]
-                items, renewals = start(), self._renewals
-            if outer:
-                self._moves = moves
-            try:
-                item = next(items)
-            except StopIteration:
-                return
-            except SessionMoved:
-                if not outer or not moves:
-                    raise
-                moves = 0
-                del self.problems[said:]
-                self.renew()
-                items, renewals = start(), self._renewals
-                continue
-            finally:
-                if outer:
-                    self._moves = None
-            yield item
-
     def renew(self) -> None:
         """Forgets what was read of the session's files, so that it is read again from its
         newest generation: for a reader that met a file a repack retired."""
         self._generation = None
-        self._renewals += 1
+        self.renewed()
         self._pack = None
         self._manifests = None
         self._response_pieces = set()
         self._sequence_checked = False
 
-    def _moved(self) -> bool:
+    def moved(self) -> bool:
         """Whether a generation other than the one read counts now (a repack published one
         since); never for a generation given to read back (``generation=``)."""
         if self._given:
@@ -234,13 +147,6 @@ class SessionFiles:
         newest = read_generation(self.backend, self.id)[0]
         held = self.generation()
         return (None if newest is None else newest.id) != (None if held is None else held.id)
-
-    def gone(self) -> None:
-        """A file counted is gone, or what a read looks for is not in the files it listed:
-        raises :class:`SessionMoved` when a repack moved the session since and the read may
-        start again (:func:`retried_when_moved`)."""
-        if self._moves and self._moved():
-            raise SessionMoved
 
     def origin(self) -> tuple[str, str] | None:
         """The path and SHA-256 of the session's first landed file ever: kept by its
@@ -302,7 +208,7 @@ class SessionFiles:
         if checked and not self._sequence_checked:
             self._sequence_checked = True
             gaps = self.gaps(found if kind is None else None)
-            if gaps and self._moves is None and self._moved():
+            if gaps and not self.within_retry() and self.moved():
                 # Listed half way through a repack's retiring: listed again, once, from its
                 # generation (a read that starts again when moved does that itself).
                 self.renew()
