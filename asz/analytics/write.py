@@ -80,6 +80,9 @@ class _Pass:
     history only grew") across its calls and across sessions."""
     tables: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     written: dict[str, Written] = field(default_factory=dict)
+    in_target: dict[str, set[str]] | None = None
+    """The keys of the rows in this machine's own files, by session: read once a pass, when a
+    session's key file does not read (after a power cut, most of them may not)."""
 
     def add(self, table: str, day: str, row: dict[str, Any]) -> None:
         self.tables.setdefault((table, day), []).append(row)
@@ -188,9 +191,11 @@ class FactsExport:
         )
         final = final_keys(rows, quiet)
         found_keys = state.keys_of(session_id)
-        keys = set(
-            _keys_in_target(self.place, own, session_id) if found_keys is None else found_keys
-        )
+        if found_keys is None:
+            if this.in_target is None:
+                this.in_target = _keys_by_session(self.place, counted(own))
+            found_keys = this.in_target.get(session_id, set())
+        keys = set(found_keys)
         for key, fact in rows.calls:
             if key in keys:
                 continue
@@ -258,10 +263,8 @@ def _rebuild(state: FactsState, place: Place, own: list[Part]) -> set[str]:
     found, whose key files the pass writes."""
     parts = counted(own)
     state.next = max((part.last for part in own), default=0) + 1
-    keys: dict[str, set[str]] = {}
-    for row in _own_calls(place, parts):
-        keys.setdefault(row["session"], set()).add(row_key(row))
-    state.sessions.update((session, Written(keys=found)) for session, found in keys.items())
+    found_keys = _keys_by_session(place, parts).items()
+    state.sessions.update((session, Written(keys=keys)) for session, keys in found_keys)
     latest: dict[str, tuple[datetime, int]] = {}
     for part in parts:
         if part.table == "sessions":
@@ -277,16 +280,14 @@ def _rebuild(state: FactsState, place: Place, own: list[Part]) -> set[str]:
     return set(state.sessions)
 
 
-def _keys_in_target(place: Place, own: list[Part], session: str) -> set[str]:
-    """The keys of ``session``'s rows in this machine's own files: for a session whose key
-    file does not read."""
-    return {row_key(row) for row in _own_calls(place, counted(own)) if row["session"] == session}
-
-
-def _own_calls(place: Place, parts: Iterable[Part]) -> Iterable[dict[str, Any]]:
+def _keys_by_session(place: Place, parts: Iterable[Part]) -> dict[str, set[str]]:
+    """The keys of the rows in this machine's own files ``parts``, by session."""
+    keys: dict[str, set[str]] = {}
     for part in parts:
         if part.table == "calls":
             found = read_parquet(
                 "calls", place.read(part.path), ["session", "message_id", "request_body", "side"]
             )
-            yield from found.to_pylist()
+            for row in found.to_pylist():
+                keys.setdefault(row["session"], set()).add(row_key(row))
+    return keys
