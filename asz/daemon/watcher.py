@@ -278,7 +278,10 @@ class Watcher:
             events = self._drain()
             if events:
                 return events
-            await anyio.wait_readable(self._wake_r)
+            # A directory event during the re-arm found the loop already woken and wrote no
+            # byte, and the drain took the byte that woke it: only the flag still tells.
+            if not self._rearm_wanted.is_set():
+                await anyio.wait_readable(self._wake_r)
 
     def _drain(self) -> list[WatchEvent]:
         # Cleared before draining, so an event put after the drain wakes the loop again.

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from support.claude_dir import Claude, request_body, response_body
 from support.cli import asz_executable
 from support.service import FAST, WAIT, A, B, child_env, run_asz, running_service, wait_until
+from watchdog.observers import Observer
 
 from asz.daemon.settle import (
     UNREADABLE_MARGIN,
@@ -358,6 +359,47 @@ async def test_two_absent_targets_sharing_a_parent_keep_it_watched_when_one_appe
         await events_until(watcher, moved_to(one))
         (one / "a.request.json").write_bytes(b"{}")
         await events_until(watcher, changed(one / "a.request.json"))
+    finally:
+        await anyio.to_thread.run_sync(watcher.stop)
+
+
+class _LookCountingObserver(Observer):
+    """Watchdog's own observer, counting the looks a re-arm takes at its watches, and able to
+    deliver one more directory event while a look is under way, as its thread can."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.looks = 0
+        self.during_next_look: Callable[[], None] | None = None
+
+    @property
+    def emitters(self) -> Any:
+        self.looks += 1
+        hook, self.during_next_look = self.during_next_look, None
+        if hook is not None:
+            hook()
+        return super().emitters
+
+
+async def test_a_directory_event_during_a_rearm_that_moved_nothing_is_not_lost(
+    tmp_path: Path,
+) -> None:
+    """The event that woke the loop for one re-arm must not swallow the wake of a second
+    directory event arriving while that re-arm runs: the second may be the one that matters."""
+    observer = _LookCountingObserver()
+    parent = tmp_path / "claude"
+    watcher = Watcher([Target(parent / "bodies", recursive=False)], observer=observer)
+    await anyio.to_thread.run_sync(watcher.start)
+    try:
+        looks_at_start = observer.looks
+        observer.during_next_look = lambda: watcher.directory_event(str(parent), "")
+        async with anyio.create_task_group() as receiving:
+            receiving.start_soon(watcher.receive)
+            watcher.directory_event(str(parent), "")
+            with anyio.fail_after(WAIT):
+                while observer.looks < looks_at_start + 2:
+                    await anyio.sleep(0.01)
+            receiving.cancel_scope.cancel()
     finally:
         await anyio.to_thread.run_sync(watcher.stop)
 
