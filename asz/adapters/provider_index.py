@@ -35,7 +35,14 @@ from asz.adapters.session_filter import Verdict
 from asz.adapters.source_files import NotReadable, open_regular
 from asz.bodykeys import is_session_id
 from asz.crashpoints import crash_point
-from asz.store import INDEX_KIND, STATE_DIR, LandedFileError, Store, index_dir
+from asz.store import (
+    INDEX_KIND,
+    PROVIDER_INDEX_STATE_FILE,
+    STATE_DIR,
+    LandedFileError,
+    Store,
+    index_dir,
+)
 from asz.tally import Tally
 
 __all__ = [
@@ -54,7 +61,7 @@ __all__ = [
 ]
 
 INDEX_NAME = "index.jsonl"
-STATE_PATH = f"{STATE_DIR}/provider-index.json"
+STATE_PATH = f"{STATE_DIR}/{PROVIDER_INDEX_STATE_FILE}"
 STATE_FORMAT = "asz.provider-index/1"
 INDEX_TAIL_BYTES = 4096
 """Bytes before the read offset whose digest proves the file was only appended to."""

@@ -31,12 +31,11 @@ import structlog
 
 from asz.atomic import FILE_MODE, TEMP_PREFIX, fsync_dir, private_dir
 from asz.bodykeys import BodyKeys
-from asz.store import Root, Store
+from asz.store import PROVIDER_LEDGER_FILE, Root, Store
 
 __all__ = [
     "CONFLICTING",
     "FORMAT",
-    "LEDGER_NAME",
     "UNKNOWN_MTIME",
     "Ledger",
     "LedgerEntry",
@@ -48,7 +47,6 @@ __all__ = [
     "rebuild_ledger",
 ]
 
-LEDGER_NAME = "provider-ledger.sqlite"
 FORMAT = "asz.provider-ledger/1"
 UNKNOWN_MTIME = -1
 """The modification time of an entry rebuilt from a manifest: never equal to a real one."""
@@ -283,7 +281,7 @@ class Ledger:
 
 
 def ledger_path(root: Root) -> Path:
-    return root.state_dir / LEDGER_NAME
+    return root.state_dir / PROVIDER_LEDGER_FILE
 
 
 def open_ledger(path: Path, readonly: bool = False) -> Ledger:
@@ -332,7 +330,7 @@ def rebuild_ledger(store: Store, root: Root) -> Ledger:
     path = ledger_path(root)
     private_dir(path.parent)
     entries, problems = _landed_entries(store)
-    temp = path.with_name(f"{TEMP_PREFIX}{secrets.token_hex(8)}-{LEDGER_NAME}")
+    temp = path.with_name(f"{TEMP_PREFIX}{secrets.token_hex(8)}-{PROVIDER_LEDGER_FILE}")
     try:
         _create(temp, entries)
         for leftover in ("-journal", "-wal", "-shm"):

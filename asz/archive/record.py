@@ -35,11 +35,10 @@ from pathlib import Path
 
 import orjson
 
-from asz.store import STATE_DIR
+from asz.store import PUSH_RECORD_FILE, STATE_DIR
 
-__all__ = ["FORMAT", "MARKERS_DIR", "MARKER_FORMAT", "RECORD_FILE", "PushRecord", "new_marker"]
+__all__ = ["FORMAT", "MARKERS_DIR", "MARKER_FORMAT", "PushRecord", "new_marker"]
 
-RECORD_FILE = "archive-pushed.jsonl"
 FORMAT = "asz.archive-pushed/2"
 MARKERS_DIR = "_archive/roots"
 MARKER_FORMAT = "asz.archive-root/1"
@@ -74,7 +73,7 @@ class PushRecord:
 
     @classmethod
     def for_root(cls, root: Path, archive: str, endpoint: str) -> PushRecord:
-        record = cls(root / STATE_DIR / RECORD_FILE, archive, endpoint)
+        record = cls(root / STATE_DIR / PUSH_RECORD_FILE, archive, endpoint)
         record.rebuilt = not record._load()
         return record
 

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import orjson
 
-from asz.store import EXPORT_LOCK_FILE, STATE_DIR, Store, state_lock
+from asz.store import EXPORT_CURSORS_DIR, EXPORT_LOCK_FILE, STATE_DIR, Store, state_lock
 
 __all__ = ["CURSOR_DIR", "Cursors", "ExportBusy", "endpoint_key", "export_lock"]
 
-CURSOR_DIR = f"{STATE_DIR}/otlp"
+CURSOR_DIR = f"{STATE_DIR}/{EXPORT_CURSORS_DIR}"
 _SCHEMA = 1
 _MAX_CURSOR = 1 << 28
 

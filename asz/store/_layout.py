@@ -17,6 +17,7 @@ __all__ = [
     "ANALYTICS_LOCK_FILE",
     "BODY_KIND",
     "CURSOR_FILE",
+    "EXPORT_CURSORS_DIR",
     "EXPORT_LOCK_FILE",
     "EXTENT_PREFIX",
     "FACTS_FILE",
@@ -29,7 +30,10 @@ __all__ = [
     "LANDING_LOCK_FILE",
     "LOCK_FILE",
     "MANIFESTS_FILE",
+    "PROVIDER_INDEX_STATE_FILE",
+    "PROVIDER_LEDGER_FILE",
     "PUSH_LOCK_FILE",
+    "PUSH_RECORD_FILE",
     "REDACTED_DIR",
     "REDACTIONS_SUFFIX",
     "REDACT_KEY_FILE",
@@ -111,6 +115,15 @@ SESSION_LIST_FILE = "session-list.json"
 """Under ``_state``, only where a root's derived state lives apart from it (an archive's
 local cache): the web server's session list as it last made it, which its next start
 answers with while it makes the list afresh (``asz.web.library``)."""
+PROVIDER_LEDGER_FILE = "provider-ledger.sqlite"
+PROVIDER_INDEX_STATE_FILE = "provider-index.json"
+"""Under ``_state``: the body files the provider adapter judged, and how far it read
+``index.jsonl`` (``asz.adapters``)."""
+PUSH_RECORD_FILE = "archive-pushed.jsonl"
+"""Under ``_state``: what this root pushed to its archive (``asz.archive.record``)."""
+EXPORT_CURSORS_DIR = "otlp"
+"""Under ``_state``: ``<endpoint digest>/<session>.json``, the spans of each session an OTLP
+endpoint was sent (``asz.export.cursor``)."""
 REDACT_KEY_FILE = "redact.key"
 """Under ``_state``: the redaction key made for a root that was given none (``asz.redact``)."""
 REDACTED_DIR = "redacted"
