@@ -28,13 +28,26 @@ And in a write of the analytics tables (``ANALYTICS_POINTS``, ``asz.analytics.wr
     The pass marked open, a file of it written, the keys of its rows written (before the pass
     closes), the pass closed (before compacting), and a compacted file written before the
     files it covers are removed.
+
+And in a push (``asz.archive.record``):
+
+``push.compacted``
+    The push record's new snapshot written, before its journal is cut back.
 """
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["ANALYTICS_POINTS", "ENV", "EXIT_CODE", "GENERATION_POINTS", "POINTS", "crash_point"]
+__all__ = [
+    "ANALYTICS_POINTS",
+    "ENV",
+    "EXIT_CODE",
+    "GENERATION_POINTS",
+    "POINTS",
+    "PUSH_POINTS",
+    "crash_point",
+]
 
 ENV = "ASZ_CRASH_AT"
 EXIT_CODE = 70
@@ -66,6 +79,8 @@ ANALYTICS_POINTS = (
     "analytics.closed",
     "analytics.compacted",
 )
+
+PUSH_POINTS = ("push.compacted",)
 
 _passed: dict[str, int] = {}
 

@@ -13,7 +13,8 @@ it is described)::
     _state/                                    derived state of the adapters (rebuildable)
         provider-ledger.sqlite                 the body files the provider adapter judged
         provider-index.json                    how far index.jsonl was read
-        archive-pushed.jsonl                   what asz push sent to the team archive
+        archive-pushed.jsonl                   what asz push sent to the team archive, since...
+    archive-pushed.json                    ... its snapshot (derived: marked by the bucket)
         archive-push.lock                      one push at a time (flock)
         redact.key                             the redaction key made when none is given (0600)
         redacted/<policy>/                     what asz push sends: the landed files, redacted
@@ -102,6 +103,7 @@ from asz.store._layout import (
     PROVIDER_LEDGER_FILE,
     PUSH_LOCK_FILE,
     PUSH_RECORD_FILE,
+    PUSH_SNAPSHOT_FILE,
     REDACT_KEY_FILE,
     REDACTED_DIR,
     ROOT_ID_FILE,
@@ -187,6 +189,7 @@ __all__ = [
     "PROVIDER_LEDGER_FILE",
     "PUSH_LOCK_FILE",
     "PUSH_RECORD_FILE",
+    "PUSH_SNAPSHOT_FILE",
     "REDACTED_DIR",
     "REDACT_KEY_FILE",
     "ROOT_ID_FILE",

@@ -37,7 +37,9 @@ __all__ = ["DerivedFile", "Kept", "Owner", "landed_mark", "mark_of", "stamp_of"]
 
 class Owner(Protocol):
     """The session a derived file belongs to, as far as the file needs it: taken as this shape
-    rather than as the session's class, which is built on derived files."""
+    rather than as the session's class, which is built on derived files. The push record's
+    snapshot (``asz.archive.record``) is the one file of this shape owned by something else:
+    an archive, its mark the marker the push keeps in the bucket rather than landed files'."""
 
     id: str
     backend: Backend

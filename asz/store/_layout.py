@@ -34,6 +34,7 @@ __all__ = [
     "PROVIDER_LEDGER_FILE",
     "PUSH_LOCK_FILE",
     "PUSH_RECORD_FILE",
+    "PUSH_SNAPSHOT_FILE",
     "REDACTED_DIR",
     "REDACTIONS_SUFFIX",
     "REDACT_KEY_FILE",
@@ -120,7 +121,9 @@ PROVIDER_INDEX_STATE_FILE = "provider-index.json"
 """Under ``_state``: the body files the provider adapter judged, and how far it read
 ``index.jsonl`` (``asz.adapters``)."""
 PUSH_RECORD_FILE = "archive-pushed.jsonl"
-"""Under ``_state``: what this root pushed to its archive (``asz.archive.record``)."""
+PUSH_SNAPSHOT_FILE = "archive-pushed.json"
+"""Under ``_state``: what this root pushed to its archive, a journal and the snapshot it
+rests on (``asz.archive.record``)."""
 EXPORT_CURSORS_DIR = "otlp"
 """Under ``_state``: ``<endpoint digest>/<session>.json``, the spans of each session an OTLP
 endpoint was sent (``asz.export.cursor``)."""

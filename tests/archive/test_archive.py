@@ -11,7 +11,6 @@ import json
 import shutil
 from pathlib import Path
 
-import orjson
 import pytest
 from support.api_example import run_example
 from support.archive_roots import Machine, bucket_prefix, is_extent, landed_keys, pushed_files
@@ -20,6 +19,7 @@ from support.s3server import BUCKET, S3Server, another_server, proxied
 from support.serving import serving
 
 from asz.archive import open_root
+from asz.archive.record import PushRecord
 from asz.store import StoreError, extent_path, open_store
 from asz.synth import SynthOptions
 
@@ -284,10 +284,9 @@ def test_the_record_remembers_what_went(
 ) -> None:
     machine, _ = landed
     assert machine.push(machine.configure(s3.endpoint, prefix)).returncode == 0
-    lines = (machine.root / "_state" / "archive-pushed.jsonl").read_bytes().splitlines()
-    assert orjson.loads(lines[0])["archive"] == f"s3://{BUCKET}/{prefix}"
-    done = {orjson.loads(line).get("done") for line in lines[1:]} - {None}
-    assert {f"{prefix}/{path}" for path in done} == set(landed_keys(machine.store(), prefix))
+    record = PushRecord.for_root(machine.root, f"s3://{BUCKET}/{prefix}", s3.endpoint)
+    assert not record.rebuilt
+    assert {f"{prefix}/{path}" for path in record.done} == set(landed_keys(machine.store(), prefix))
 
 
 def test_the_api_example_reads_the_bucket_as_it_reads_the_root(

@@ -18,11 +18,12 @@ import pytest
 from support.archive_roots import Machine, bucket_prefix, is_pushed_file, landed_keys, pushed_files
 from support.cli import asz_executable
 from support.harness import Capture, Workspace, running, wait_for
-from support.s3server import CREDENTIALS, FaultProxy, S3Server, archive_config, proxied
+from support.s3server import BUCKET, CREDENTIALS, FaultProxy, S3Server, archive_config, proxied
 
 from asz.adapters.session_filter import landed_admits
 from asz.archive import open_bucket
 from asz.archive.push import Pusher
+from asz.archive.record import PushRecord
 from asz.config_file import load_config
 from asz.locations import ArchiveUrl
 from asz.store import open_store
@@ -40,18 +41,12 @@ def machine(tmp_path_factory: pytest.TempPathFactory) -> Machine:
     return landed
 
 
-def _record(root: Path) -> tuple[set[str], set[str]]:
+def _record(root: Path, prefix: str, proxy: FaultProxy) -> tuple[set[str], set[str]]:
     """The paths the push record holds as done, and as tried (sent, not known to be done):
-    landed files, and extents (``{"extent": ...}`` once one is known to be there)."""
-    done, tried, extents = set(), set(), set()
-    for line in (root / "_state" / "archive-pushed.jsonl").read_bytes().splitlines()[1:]:
-        entry = orjson.loads(line)
-        if "done" in entry:
-            done.add(entry["done"])
-        if "extent" in entry:
-            extents.add(entry["extent"])
-        tried.update(entry.get("try", []))
-    return done, tried - done - extents
+    landed files, and extents once one is known to be there."""
+    record = PushRecord.for_root(root, f"s3://{BUCKET}/{prefix}", proxy.endpoint)
+    assert not record.rebuilt
+    return set(record.done), set(record.tried)
 
 
 def _files_put(proxy: FaultProxy) -> int:
@@ -105,7 +100,7 @@ def test_ctrl_c_on_asz_push_ends_it_at_once_and_records_what_went(
         said = err.decode()
         assert "Traceback" not in said and "stopped by Ctrl-C" in said, said
         assert "the next push resumes" in said
-        done, tried = _record(machine.root)
+        done, tried = _record(machine.root, prefix, proxy)
         # Every upload the server took is recorded: done, or tried (in flight at the stop).
         taken = {key.split("/", 1)[1] for key in proxy.puts(200) if is_pushed_file(key)}
         assert taken <= done | tried, taken - (done | tried)
@@ -139,7 +134,7 @@ def test_the_service_stopping_mid_push_ends_within_seconds(s3: S3Server, tmp_pat
         events = [line.get("event") for line in lines]
         assert "push_stopped" in events and events[-1] == "stopped", events
         want = landed_keys(open_store(ws.root), prefix)
-        done, tried = _record(ws.root)
+        done, tried = _record(ws.root, prefix, proxy)
         taken = {key.split("/", 1)[1] for key in proxy.puts(200) if is_pushed_file(key)}
         assert taken <= done | tried and len(done) < len(want)
         proxy.delay = 0.0
@@ -162,7 +157,7 @@ def test_a_killed_push_resumes_looking_only_for_what_was_in_flight(
             wait_for(lambda: _files_put(proxy) >= 3, what="a push under way")
             push.kill()
             push.wait(timeout=30)
-        done, tried = _record(machine.root)
+        done, tried = _record(machine.root, prefix, proxy)
         assert len(want) - len(done) > 4 and 0 < len(tried) <= 2
         proxy.delay = 0.0
         proxy.seen.clear()
