@@ -30,6 +30,11 @@ def landed_files(ws: Workspace) -> int:
     return sum(1 for _ in ws.root.rglob("*.asz"))
 
 
+def bodies_of(ws: Workspace, session_id: str) -> dict[str, bytes]:
+    session = open_store(ws.root).session(session_id)
+    return {record_id: session.body(record_id) for record_id in session.body_ids()}
+
+
 def json_of(ws: Workspace, *args: str) -> Any:
     done = ws.run(*args, "--json")
     assert done.returncode == 0, done.stderr.decode()
@@ -47,7 +52,7 @@ def everything(ws: Workspace) -> dict[str, Any]:
         seen[session_id] = {
             "view": without_refs(json_of(ws, "view", session_id)),
             "cache": json_of(ws, "cache", session_id),
-            "bodies": {rid: session.body(rid) for rid in session.body_ids()},
+            "bodies": bodies_of(ws, session_id),
             "transcripts": {p: session.transcript(p) for p in session.transcript_paths()},
             "lines": [(t.source, t.line, t.data) for t in session.transcript_lines()],
             "index": [(line.offset, line.data) for line in session.index_lines()],
@@ -121,6 +126,26 @@ def test_the_collector_lands_on_after_a_repack_and_a_second_repack_takes_both(
     names = [p.name for p in (ws.root / session).iterdir()]
     assert sum(name.startswith("generation-") for name in names) == 1
     assert sum(name.startswith("g-") for name in names) == 1
+
+
+def test_bodies_landed_in_small_files_are_repacked_into_one_per_session(tmp_path: Path) -> None:
+    """Landing cuts files at ``max_delta_bytes``; a repack puts a quiet session's records in
+    one stream (up to 32 MiB), which compresses a long session's bodies far better."""
+    ws = Workspace(tmp_path)
+    config = Path(ws.env()["HOME"]) / ".config" / "asz" / "asz.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("[adapters.claude_code_provider]\nmax_delta_bytes = 4096\n")
+    Capture.make(ws.claude, seed=5, sessions=1, turns=6)
+    assert ws.collect_once()[0] == 0
+    session = sessions(ws)[0]
+    before = bodies_of(ws, session)
+    assert len(list((ws.root / session / "provider_body").glob("*.asz"))) > 1
+
+    assert [o["state"] for o in repack(ws, session)["sessions"]] == ["repacked"]
+
+    assert len(list((ws.root / session).glob("g-*/provider_body/*.asz"))) == 1
+    assert bodies_of(ws, session) == before
+    assert ws.verify()[0] == 0
 
 
 def test_a_dry_run_says_what_it_would_do_and_writes_nothing(
