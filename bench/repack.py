@@ -20,7 +20,8 @@ call: what the service does over a live session at one call every 15 s, compress
    python zstandard at level 19 with long-distance matching when the binary is missing);
 5. the real Claude Code samples (``ASZ_SAMPLES``) landed line by line and repacked: landed
    transcripts as a share of their bytes, beside ``zstd -19 --long`` over each file, over
-   each session's files as one stream and over all of them as one stream;
+   each session's files as one stream and over all of them as one stream; and their real
+   request bodies landed one a pass and repacked, beside ``zstd -19 --long`` over them;
 6. the service's CPU while idle over the repacked root, repacks enabled (share of a core).
 
 Goals: 20x fewer files; transcripts <= 8% of the source on real samples, bodies <= 1.3x
@@ -131,6 +132,58 @@ def real_transcripts(workdir: Path, samples: Path) -> dict[str, int]:
         "zstd_each": sum(zstd_size(data) for data in files if data),
         "zstd_session": sum(zstd_size(data) for data in by_session if data),
         "zstd_all": zstd_size(b"".join(files)),
+    }
+
+
+def real_bodies(workdir: Path, samples: Path) -> dict[str, int]:
+    """The real samples' Claude Code request bodies (the proxy logs' requests whose
+    ``metadata.user_id`` names a session) written as Claude Code writes them, landed one a
+    pass and repacked: their bytes, landed body bytes before and after, and ``zstd -19
+    --long`` over them as one stream and over each session's as one stream."""
+    claude = workdir / "real-bodies-claude"
+    directory = claude / "asz" / "provider-bodies"
+    directory.mkdir(parents=True)
+    config = Config(
+        root=workdir / "real-bodies-root",
+        claude_dirs=(claude,),
+        sessions=SessionFilter(exclude=()),
+    )
+    bodies: list[bytes] = []
+    by_session: dict[str, list[bytes]] = {}
+    for log in sorted((samples / "requests").rglob("*.jsonl")):
+        for line in log.read_bytes().splitlines():
+            body = json.loads(line)["request"].get("body")
+            user = body.get("metadata", {}).get("user_id", "") if isinstance(body, dict) else ""
+            if isinstance(user, str) and '"session_id"' in user:
+                bodies.append(json.dumps(body, ensure_ascii=False).encode())
+                by_session.setdefault(json.loads(user)["session_id"], []).append(bodies[-1])
+    for session in by_session:  # a session lands once its transcript says whose it is
+        transcript = claude / "projects" / "-bench-real" / f"{session}.jsonl"
+        transcript.parent.mkdir(parents=True, exist_ok=True)
+        line = {"type": "user", "sessionId": session, "cwd": "/bench/real"}
+        transcript.write_bytes(json.dumps(line).encode() + b"\n")
+    with open(os.devnull, "w") as quiet:
+        stdout, sys.stdout = sys.stdout, quiet
+        try:
+            for n, body in enumerate(bodies):
+                path = directory / f"00000000-0000-4000-8000-{n:012d}.request.json"
+                path.write_bytes(body)
+                os.utime(path, ns=(n * 10**9, n * 10**9))
+                collect_once(config, as_json=True)
+        finally:
+            sys.stdout = stdout
+    before = landed(config.root).get("provider_body_bytes", 0)
+    store = open_store(config.root)
+    for session in store.sessions():
+        repack_session(store, session, budgets_of(config))
+    return {
+        "bodies": len(bodies),
+        "source": sum(map(len, bodies)),
+        "before": before,
+        "after": landed(config.root).get("provider_body_bytes", 0),
+        "sessions": len(by_session),
+        "zstd": zstd_size(b"".join(bodies)),
+        "zstd_session": sum(zstd_size(b"".join(each)) for each in by_session.values()),
     }
 
 
@@ -357,6 +410,16 @@ def main() -> None:
             f"{real['zstd_each'] * share:.1f}%, each session's files as one stream "
             f"{real['zstd_session'] * share:.1f}%, all as one stream "
             f"{real['zstd_all'] * share:.1f}%"
+        )
+        bodies_real = real_bodies(workdir, samples)
+        print(
+            f"  real request bodies ({bodies_real['bodies']} in {bodies_real['sessions']} "
+            f"sessions, {bodies_real['source'] / 1e6:.2f} MB): landed "
+            f"{bodies_real['before']:,} before, {bodies_real['after']:,} after repack; "
+            f"zstd -19 --long over all as one stream {bodies_real['zstd']:,}: "
+            f"{bodies_real['after'] / bodies_real['zstd']:.2f}x, over each session as one "
+            f"stream {bodies_real['zstd_session']:,}: "
+            f"{bodies_real['after'] / bodies_real['zstd_session']:.2f}x (goal <= 1.3x)"
         )
     cpu = idle_cpu(workdir, config, args.idle_seconds)
     print(f"  service idle over the repacked root: {cpu * 100:.2f}% of a core (goal < 1%)")
