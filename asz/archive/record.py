@@ -103,6 +103,8 @@ class PushRecord:
         self.policy: dict[str, str] = {}
         """The fingerprint of the redaction policy each done path went under ("": raw)."""
         self.tried: set[str] = set()
+        self._tried_as_read: set[str] = set()
+        """Every path tried and not done as the files say, extents included."""
         self.claimed: set[str] = set()
         self.extents: set[str] = set()
         """The sessions' extent objects (``asz.store.extent_path``) in the bucket."""
@@ -152,7 +154,10 @@ class PushRecord:
                 continue  # a torn last line, or an empty one
             if isinstance(entry, dict):
                 self._replay(entry)
-        self.tried -= self.done.keys() | self.extents
+        self.tried -= self.done.keys()
+        # What a fold keeps: an extent taken back is tried again once it is no longer known.
+        self._tried_as_read = set(self.tried)
+        self.tried -= self.extents
         return True
 
     def _load_snapshot(self) -> bool:
@@ -214,7 +219,7 @@ class PushRecord:
             kept = snapshot.stat().st_size
         except OSError:
             kept = 0
-        head = len(orjson.dumps(self._head(snapshot=True))) + 1
+        head = len(orjson.dumps(self._head(snapshot=False))) + 1  # the longer first line
         if journal <= max(kept, head):
             return False
         read = PushRecord(self.path, self.archive, self.endpoint)
@@ -223,7 +228,7 @@ class PushRecord:
         value = {
             "done": read.done,
             "policy": {path: fp for path, fp in read.policy.items() if fp},
-            "tried": sorted(read.tried),
+            "tried": sorted(read._tried_as_read),
             "claimed": sorted(read.claimed),
             "extents": sorted(read.extents),
         }
