@@ -129,6 +129,7 @@ from asz.store._layout import (
     stream_key,
 )
 from asz.store._manifest import MAX_BODY, MAX_DEPTH, CodecError
+from asz.store._manifest_index import BodyManifest
 from asz.store._moves import SessionMoved
 from asz.store._repack import (
     RepackBusy,
@@ -150,7 +151,6 @@ from asz.store._session_facts import (
     open_facts,
     save_facts,
 )
-from asz.store._session_files import BodyManifest
 from asz.store._store import Store, open_store
 from asz.store._streams import (
     APPEND,

@@ -22,7 +22,8 @@ from asz.store._manifest import CodecError, Record, Repeat, new_pieces, referenc
 if TYPE_CHECKING:
     from asz.store._errors import Problem
     from asz.store._framing import LandedFile, LandedRecord
-    from asz.store._session_files import BodyManifest, SessionFiles
+    from asz.store._manifest_index import BodyManifest
+    from asz.store._session_files import SessionFiles
 
 __all__ = ["BodyLoader", "BodyReader"]
 

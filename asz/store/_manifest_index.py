@@ -1,5 +1,5 @@
-"""Every landed body's manifest kept apart from the bodies, so that reading them costs one small
-file instead of every body file.
+"""Every landed body's manifest (:class:`BodyManifest`) kept apart from the bodies, so that
+reading them costs one small file instead of every body file.
 
 Joining bodies to calls (the view, the cache report) and summarising a session need each
 body's manifest: its id, role, keys, size and digest. Those sit in the record lines of the
@@ -21,12 +21,73 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from asz.bodykeys import BodyKeys
 from asz.store._cached import count, text
 from asz.store._derived import DerivedFile
-from asz.store._layout import manifests_path
-from asz.store._manifest import referenced_pieces
+from asz.store._layout import LandedName, manifests_path
+from asz.store._manifest import ROLES, referenced_pieces
 
-__all__ = ["MANIFESTS", "REFS", "IndexedFile", "decode_index", "encode_index", "pieces_named"]
+__all__ = [
+    "MANIFESTS",
+    "REFS",
+    "BodyManifest",
+    "IndexedFile",
+    "decode_index",
+    "encode_index",
+    "is_manifest",
+    "pieces_named",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class BodyManifest:
+    """A landed body as its manifest tells it, and where it landed; never its bytes."""
+
+    record_id: str
+    role: str
+    keys: BodyKeys
+    src: str
+    size: int
+    sha256: str
+    file: str
+    seq: int
+    row: int
+    why: str | None = None
+    """Why the body landed whole, when it did: what Claude Code wrote is not a JSON object in
+    valid UTF-8 (or was not cut for another reason its manifest gives)."""
+
+    @property
+    def ref(self) -> dict[str, Any]:
+        return {"file": self.file, "seq": self.seq, "row": self.row}
+
+    @classmethod
+    def of(cls, name: LandedName, row: int, meta: dict[str, Any]) -> BodyManifest:
+        """The manifest of the record at ``row`` of the landed file ``name``, from its meta
+        (which :func:`is_manifest` said is one)."""
+        return cls(
+            record_id=str(meta["id"]),
+            role=str(meta["role"]),
+            keys=BodyKeys.from_dict(meta.get("keys")),
+            src=str(meta["src"]),
+            size=int(meta["size"]),
+            sha256=str(meta["sha256"]),
+            file=name.name,
+            seq=name.seq,
+            row=row,
+            why=meta["why"] if isinstance(meta.get("why"), str) else None,
+        )
+
+
+def is_manifest(meta: dict[str, Any]) -> bool:
+    """Whether a record's meta carries what a body manifest is read from."""
+    return (
+        isinstance(meta.get("id"), str)
+        and meta.get("role") in ROLES
+        and type(meta.get("size")) is int
+        and isinstance(meta.get("sha256"), str)
+        and isinstance(meta.get("src"), str)
+    )
+
 
 MANIFESTS = DerivedFile(manifests_path, schema=2, limit=1 << 30)
 """Its mark is of the body files; a reader takes it file by file, each entry holding while its

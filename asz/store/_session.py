@@ -30,10 +30,11 @@ from asz.store._layout import (
     stream_key,
     transcripts_dir,
 )
+from asz.store._manifest_index import BodyManifest
 from asz.store._moves import retried_when_moved
 from asz.store._resolve import bodies_starting, body_text, only
 from asz.store._session_facts import SessionFacts, load_facts
-from asz.store._session_files import BodyManifest, SessionFiles
+from asz.store._session_files import SessionFiles
 from asz.store._streams import (
     TranscriptLine,
     split_lines,

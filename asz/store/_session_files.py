@@ -16,10 +16,8 @@ from __future__ import annotations
 import errno
 import hashlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
-from asz.bodykeys import BodyKeys
 from asz.progress import Progress, Silent
 from asz.store._backend import Backend
 from asz.store._derived import Kept, landed_mark, mark_of, stamp_of
@@ -41,12 +39,13 @@ from asz.store._layout import (
     session_dir,
     transcripts_dir,
 )
-from asz.store._manifest import ROLES
 from asz.store._manifest_index import (
     MANIFESTS,
+    BodyManifest,
     IndexedFile,
     decode_index,
     encode_index,
+    is_manifest,
     pieces_named,
 )
 from asz.store._moves import MovedReads, retried_when_moved
@@ -58,29 +57,7 @@ from asz.store._streams import (
 )
 from asz.store._writer import read_seq_file
 
-__all__ = ["BodyManifest", "SessionFiles"]
-
-
-@dataclass(frozen=True, slots=True)
-class BodyManifest:
-    """A landed body as its manifest tells it, and where it landed; never its bytes."""
-
-    record_id: str
-    role: str
-    keys: BodyKeys
-    src: str
-    size: int
-    sha256: str
-    file: str
-    seq: int
-    row: int
-    why: str | None = None
-    """Why the body landed whole, when it did: what Claude Code wrote is not a JSON object in
-    valid UTF-8 (or was not cut for another reason its manifest gives)."""
-
-    @property
-    def ref(self) -> dict[str, Any]:
-        return {"file": self.file, "seq": self.seq, "row": self.row}
+__all__ = ["SessionFiles"]
 
 
 class SessionFiles(MovedReads):
@@ -406,7 +383,7 @@ class SessionFiles(MovedReads):
         if (
             kept is not None
             and kept.stamp == stamp
-            and all(_is_manifest(m) for _, m in kept.records)
+            and all(is_manifest(m) for _, m in kept.records)
         ):
             return kept
         try:
@@ -416,7 +393,7 @@ class SessionFiles(MovedReads):
             return None
         records, problems = [], []
         for record in landed.records:
-            if _is_manifest(record.meta):
+            if is_manifest(record.meta):
                 records.append((record.row, record.meta))
             else:
                 problems.append((record.row, "not a provider body manifest"))
@@ -425,20 +402,8 @@ class SessionFiles(MovedReads):
     def _take_manifest(self, name: LandedName, row: int, meta: dict[str, Any]) -> None:
         assert self._manifests is not None
         record_id = str(meta["id"])
-        if record_id in self._manifests:
-            return
-        self._manifests[record_id] = BodyManifest(
-            record_id=record_id,
-            role=str(meta["role"]),
-            keys=BodyKeys.from_dict(meta.get("keys")),
-            src=str(meta["src"]),
-            size=int(meta["size"]),
-            sha256=str(meta["sha256"]),
-            file=name.name,
-            seq=name.seq,
-            row=row,
-            why=meta["why"] if isinstance(meta.get("why"), str) else None,
-        )
+        if record_id not in self._manifests:
+            self._manifests[record_id] = BodyManifest.of(name, row, meta)
 
     def body_file(self, manifest: BodyManifest) -> LandedName:
         """The landed file a body's manifest says it is in, named without listing any."""
@@ -499,14 +464,3 @@ def _missing(landed: list[LandedName], highest: int, floor: int = 0) -> list[tup
             spans.append((expected, seq - 1))
         expected = max(expected, seq + 1)
     return spans
-
-
-def _is_manifest(meta: dict[str, Any]) -> bool:
-    """Whether a record's meta carries what a body manifest is read from."""
-    return (
-        isinstance(meta.get("id"), str)
-        and meta.get("role") in ROLES
-        and type(meta.get("size")) is int
-        and isinstance(meta.get("sha256"), str)
-        and isinstance(meta.get("src"), str)
-    )
