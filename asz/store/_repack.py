@@ -78,8 +78,8 @@ PACK_BYTES = 32 * 1024 * 1024
 """The most bytes of records one repacked file of bodies, or one transcript pack, holds: a
 reader holds a file whole. Landing cuts at ``max_delta_bytes`` (2 MiB), which keeps a live
 session's files small; a quiet session's records compress better in one stream. Measured on
-synthetic sessions of 120 turns (docs/operations.md): bodies cut at 2 MiB were 1.70x of
-``zstd -19 --long`` over each session's bodies, in one file 1.30x."""
+two synthetic sessions of 120 turns (docs/operations.md): bodies in 14 files of up to 2 MiB
+were 2.55x of ``zstd -19 --long`` over each session's bodies, in one file each 1.39x."""
 LEVEL = 12
 """zstd level of a repacked file: a session is repacked once, when it is quiet, so it may cost
 more than landing (level 6, 3 for transcripts). Measured on repacked files (docs/operations.md):
