@@ -67,9 +67,14 @@ def _merge(place: Place, directory: Path) -> None:
     except (OSError, orjson.JSONDecodeError):
         made = {}
     made = made if isinstance(made, dict) else {}
-    for day in set(made) - set(days):
+    gone = set(made) - set(days)
+    for day in gone:
         shutil.rmtree(directory / day, ignore_errors=True)
         del made[day]
+    # Saved at each change, so that a reader stopped midway keeps the days it made; a query
+    # over tables that did not change writes nothing.
+    if gone:
+        replace_derived(directory / _SOURCES, orjson.dumps(made))
     for day, paths in sorted(days.items()):
         paths.sort()
         if made.get(day) == paths and (directory / day / MERGED).is_file():
@@ -82,9 +87,7 @@ def _merge(place: Place, directory: Path) -> None:
         )
         replace_derived(directory / day / MERGED, parquet_bytes(table, rows))
         made[day] = paths
-        # Saved as it goes: a reader stopped midway keeps the days it made.
         replace_derived(directory / _SOURCES, orjson.dumps(made))
-    replace_derived(directory / _SOURCES, orjson.dumps(made))
 
 
 def connect(directory: Path) -> duckdb.DuckDBPyConnection:

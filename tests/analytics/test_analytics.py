@@ -281,6 +281,11 @@ def test_sql_prints_a_table_json_or_csv_and_says_what_is_wrong(machine: FactsMac
     query = "SELECT cause, count(*) AS breaks FROM breaks GROUP BY cause ORDER BY cause"
     rows = machine.sql(query)
     assert rows and all(set(row) == {"cause", "breaks"} for row in rows)
+    (sources,) = (machine.base / "cache" / "asz" / "analytics").glob("*/sources.json")
+    was = sources.stat()
+    assert machine.sql(query) == rows
+    now = sources.stat()
+    assert (now.st_ino, now.st_mtime_ns) == (was.st_ino, was.st_mtime_ns), "nothing rewritten"
     csv = machine.asz("sql", query, "--from", str(machine.tables), "--csv")
     lines = csv.stdout.decode().splitlines()
     assert lines[0] == "cause,breaks" and len(lines) == len(rows) + 1
