@@ -13,8 +13,8 @@ it is described)::
     _state/                                    derived state of the adapters (rebuildable)
         provider-ledger.sqlite                 the body files the provider adapter judged
         provider-index.json                    how far index.jsonl was read
-        archive-pushed.jsonl                   what asz push sent to the team archive, since...
-    archive-pushed.json                    ... its snapshot (derived: marked by the bucket)
+        archive-pushed.json                    what asz push sent to the team archive (snapshot)
+    archive-pushed.jsonl                   ... and what it sent since the snapshot
         archive-push.lock                      one push at a time (flock)
         redact.key                             the redaction key made when none is given (0600)
         redacted/<policy>/                     what asz push sends: the landed files, redacted
