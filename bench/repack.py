@@ -135,11 +135,11 @@ def real_transcripts(workdir: Path, samples: Path) -> dict[str, int]:
     }
 
 
-def real_bodies(workdir: Path, samples: Path) -> dict[str, int]:
-    """The real samples' Claude Code request bodies (the proxy logs' requests whose
-    ``metadata.user_id`` names a session) written as Claude Code writes them, landed one a
-    pass and repacked: their bytes, landed body bytes before and after, and ``zstd -19
-    --long`` over them as one stream and over each session's as one stream."""
+def real_bodies(workdir: Path, requests: Path) -> dict[str, int]:
+    """The real samples' Claude Code request bodies (the requests of the proxy logs under
+    ``requests`` whose ``metadata.user_id`` names a session) written as Claude Code writes
+    them, landed one a pass and repacked: their bytes, landed body bytes before and after,
+    and ``zstd -19 --long`` over them as one stream and over each session's as one stream."""
     claude = workdir / "real-bodies-claude"
     directory = claude / "asz" / "provider-bodies"
     directory.mkdir(parents=True)
@@ -150,7 +150,7 @@ def real_bodies(workdir: Path, samples: Path) -> dict[str, int]:
     )
     bodies: list[bytes] = []
     by_session: dict[str, list[bytes]] = {}
-    for log in sorted((samples / "requests").rglob("*.jsonl")):
+    for log in sorted(requests.rglob("*.jsonl")):
         for line in log.read_bytes().splitlines():
             body = json.loads(line)["request"].get("body")
             user = body.get("metadata", {}).get("user_id", "") if isinstance(body, dict) else ""
@@ -411,7 +411,8 @@ def main() -> None:
             f"{real['zstd_session'] * share:.1f}%, all as one stream "
             f"{real['zstd_all'] * share:.1f}%"
         )
-        bodies_real = real_bodies(workdir, samples)
+    if (SAMPLES / "requests").is_dir():
+        bodies_real = real_bodies(workdir, SAMPLES / "requests")
         print(
             f"  real request bodies ({bodies_real['bodies']} in {bodies_real['sessions']} "
             f"sessions, {bodies_real['source'] / 1e6:.2f} MB): landed "
