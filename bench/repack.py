@@ -36,6 +36,7 @@ It needs moto, which the test extras install (``pip install '.[test]'``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -44,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +61,13 @@ sys.path.insert(0, str(TESTS))
 SAMPLES = Path(os.environ.get("ASZ_SAMPLES") or "/work/shared/claude-code-samples")
 
 
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The collector passes' counts kept out of the bench's figures."""
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+        yield
+
+
 def land_live(workdir: Path, options: SynthOptions, one_pass: bool) -> tuple[Config, Path, int]:
     """The capture written call by call, a pass after each (or, ``one_pass``, all of it and
     then one pass: long sessions, whose repacked bodies are what is measured, land in minutes
@@ -72,17 +81,13 @@ def land_live(workdir: Path, options: SynthOptions, one_pass: bool) -> tuple[Con
         root=workdir / "root", claude_dirs=(claude,), sessions=SessionFilter(exclude=())
     )
     passes = 0
-    with open(os.devnull, "w") as quiet:
-        stdout, sys.stdout = sys.stdout, quiet
-        try:
-            for write in plan_writes(made, random.Random(1)):
-                apply_write(claude, write)
-                if not one_pass and write.whole and write.path.endswith(".response.json"):
-                    passes += 1
-                    collect_once(config, as_json=True)
-            complete = collect_once(config, as_json=True) == 0
-        finally:
-            sys.stdout = stdout
+    with _quiet():
+        for write in plan_writes(made, random.Random(1)):
+            apply_write(claude, write)
+            if not one_pass and write.whole and write.path.endswith(".response.json"):
+                passes += 1
+                collect_once(config, as_json=True)
+        complete = collect_once(config, as_json=True) == 0
     if not complete:
         raise SystemExit("the last collector pass was not complete")
     return config, claude, passes
@@ -102,16 +107,12 @@ def real_transcripts(workdir: Path, samples: Path) -> dict[str, int]:
     config = Config(
         root=workdir / "samples-root", claude_dirs=(claude,), sessions=SessionFilter(exclude=())
     )
-    with open(os.devnull, "w") as quiet:
-        stdout, sys.stdout = sys.stdout, quiet
-        try:
-            for n, write in enumerate(plan_writes(made, random.Random(2))):
-                apply_write(claude, write)
-                if n % 20 == 19:
-                    collect_once(config, as_json=True)
-            collect_once(config, as_json=True)
-        finally:
-            sys.stdout = stdout
+    with _quiet():
+        for n, write in enumerate(plan_writes(made, random.Random(2))):
+            apply_write(claude, write)
+            if n % 20 == 19:
+                collect_once(config, as_json=True)
+        collect_once(config, as_json=True)
     before = landed(config.root).get("transcript_bytes", 0)
     store = open_store(config.root)
     cpu = time.process_time()
@@ -162,16 +163,12 @@ def real_bodies(workdir: Path, requests: Path) -> dict[str, int]:
         transcript.parent.mkdir(parents=True, exist_ok=True)
         line = {"type": "user", "sessionId": session, "cwd": "/bench/real"}
         transcript.write_bytes(json.dumps(line).encode() + b"\n")
-    with open(os.devnull, "w") as quiet:
-        stdout, sys.stdout = sys.stdout, quiet
-        try:
-            for n, body in enumerate(bodies):
-                path = directory / f"00000000-0000-4000-8000-{n:012d}.request.json"
-                path.write_bytes(body)
-                os.utime(path, ns=(n * 10**9, n * 10**9))
-                collect_once(config, as_json=True)
-        finally:
-            sys.stdout = stdout
+    with _quiet():
+        for n, body in enumerate(bodies):
+            path = directory / f"00000000-0000-4000-8000-{n:012d}.request.json"
+            path.write_bytes(body)
+            os.utime(path, ns=(n * 10**9, n * 10**9))
+            collect_once(config, as_json=True)
     before = landed(config.root).get("provider_body_bytes", 0)
     store = open_store(config.root)
     for session in store.sessions():

@@ -314,6 +314,20 @@ def _read_alike(ws: Workspace, config: Path, prefix: str) -> None:
         assert len(view["calls"]) == len(local["calls"]) > 0
 
 
+def _pushed_then_reredacted(
+    ws: Workspace, s3: S3Server, tmp_path: Path, prefix: str
+) -> tuple[Path, Any]:
+    """The root pushed redacted, then again under a policy that withholds the tools, with
+    ``--reredact``: that policy's config, and what the second push said."""
+    first = archive_config(tmp_path / "first.toml", s3.endpoint, prefix, redact=True)
+    assert _json(ws, "push", "--config", str(first), root=str(ws.root))["complete"]
+    config = _with_policy(
+        archive_config(tmp_path / "second.toml", s3.endpoint, prefix, redact=True),
+        'withhold = ["tools"]',
+    )
+    return config, _json(ws, "push", "--config", str(config), "--reredact", root=str(ws.root))
+
+
 @pytest.mark.slow
 def test_what_lands_after_a_repacked_session_went_redacted_goes_after_its_generation(
     s3: S3Server, tmp_path: Path
@@ -349,13 +363,7 @@ def test_a_session_repacked_after_its_reredaction_goes_on_being_pushed(
     half = len(writes) // 2
     _landed_in_small_passes(ws, writes[:half])
     prefix = bucket_prefix(tmp_path)
-    first = archive_config(tmp_path / "first.toml", s3.endpoint, prefix, redact=True)
-    assert _json(ws, "push", "--config", str(first), root=str(ws.root))["complete"]
-    config = _with_policy(
-        archive_config(tmp_path / "second.toml", s3.endpoint, prefix, redact=True),
-        'withhold = ["tools"]',
-    )
-    again = _json(ws, "push", "--config", str(config), "--reredact", root=str(ws.root))
+    config, again = _pushed_then_reredacted(ws, s3, tmp_path, prefix)
     assert again["complete"] and again["reredacted"], again
 
     repacked = repack(ws, *sessions(ws))["sessions"]
@@ -427,13 +435,8 @@ def test_a_reredaction_after_the_record_was_lost_goes_beside_every_generation_th
         ws, plan_writes(Capture.make(tmp_path / "c", seed=14).dir, random.Random(8))
     )
     prefix = bucket_prefix(tmp_path)
-    first = archive_config(tmp_path / "first.toml", s3.endpoint, prefix, redact=True)
-    assert _json(ws, "push", "--config", str(first), root=str(ws.root))["complete"]
-    second = _with_policy(
-        archive_config(tmp_path / "second.toml", s3.endpoint, prefix, redact=True),
-        'withhold = ["tools"]',
-    )
-    assert _json(ws, "push", "--config", str(second), "--reredact", root=str(ws.root))["complete"]
+    _second, again = _pushed_then_reredacted(ws, s3, tmp_path, prefix)
+    assert again["complete"]
     (ws.root / "_state" / "archive-pushed.jsonl").unlink()
     third = _with_policy(
         archive_config(tmp_path / "third.toml", s3.endpoint, prefix, redact=True),
