@@ -11,9 +11,14 @@ The record format is :mod:`asz.store._manifest`; holding records and rebuilding 
 How a body is cut: the copy base is the latest request of the body's own chain, else one of the
 ``OTHER_TIPS`` most recently extended other chains, whichever shares the longest front (ties go
 to the earlier candidate), skipping any whose copy would exceed ``MAX_DEPTH``. The copy is
-shortened so that it never ends inside a piece and is dropped below ``MIN_COPY`` bytes. The rest
-of the body is literal gaps and pieces: a piece the session holds becomes ``ref``, a piece seen
-earlier in the same body ``ref`` to that ``new``, and any other piece ``new``.
+shortened so that it never ends inside a piece and is dropped below ``MIN_COPY`` bytes. The end
+the body shares with the same base (a request's system prompt, tools and settings, after the
+messages that grew) is one ``suffix``, likewise never starting inside a piece and dropped below
+``MIN_COPY``: named piece by piece, it cost a digest and an index per tool in every request, and
+the indexes shift whenever a request adds a blob, which spoils the compression of a session's
+records. The rest of the body is literal gaps and pieces: a piece the session holds becomes
+``ref``, a piece seen earlier in the same body ``ref`` to that ``new``, and any other piece
+``new``.
 
 A session treats every record it is given as untrusted: it checks the claims against what it
 holds and against the payload before doing work proportional to them, and holds a record only
@@ -68,10 +73,12 @@ __all__ = [
     "SessionBodies",
     "chain_of",
     "common_prefix",
+    "common_suffix",
 ]
 
 MIN_COPY = 4096
-"""Shortest shared front worth a copy segment; a shorter one lands as literal bytes."""
+"""Shortest shared front or end worth a copy or suffix segment; a shorter one lands as it
+would without it."""
 OTHER_TIPS = 8
 """Other chains' tips compared besides the body's own chain, most recently extended first."""
 
@@ -272,9 +279,11 @@ class SessionBodies(HeldBodies):
             base, pos = None, 0
         copy_len = pos
         depth = 0
+        own_end = len(body)
         if base is not None:
             segs.append(["copy", base.record_id, base.sha256, pos])
             depth = base.depth + 1
+            own_end = self._suffix_start(body, self._body(base.record_id), pos, pieces)
         new_here: dict[str, int] = {}  # digest -> own blob index
         digests: dict[tuple[int, int], str] = {}
         known = self._scans.get(base.record_id) if base is not None else None
@@ -282,7 +291,7 @@ class SessionBodies(HeldBodies):
         if base is not None and known is not None:
             base_view = memoryview(self._body(base.record_id))
             moved = len(body) - len(base_view)
-        for start, end in layout.pieces[bisect_left(layout.pieces, (pos, 0)) :]:
+        for start, end in pieces[bisect_left(pieces, (pos, 0)) : bisect_left(pieces, (own_end, 0))]:
             if start > pos:
                 own("lit", pos, start)
             digest = known.digests.get((start - moved, end - moved)) if known else None
@@ -296,8 +305,10 @@ class SessionBodies(HeldBodies):
                 new_here[digest] = len(blobs)
                 own("new", start, end)
             pos = end
-        if pos < len(body):
-            own("lit", pos, len(body))
+        if pos < own_end:
+            own("lit", pos, own_end)
+        if own_end < len(body):
+            segs.append(["suffix", len(body) - own_end])
         meta = build_manifest(
             head, depth=depth, chain=chain, why=None, keys=keys, blobs=blobs, segs=segs
         )
@@ -314,8 +325,21 @@ class SessionBodies(HeldBodies):
             base=base.record_id if base is not None else None,
             copy_len=copy_len,
             tail=[self._tail_view(part, views, new_pieces) for part in tail],
+            suffix_len=len(body) - own_end,
         )
         return record, entry, new_pieces, digests
+
+    @staticmethod
+    def _suffix_start(
+        body: bytes, base: bytes, copy_len: int, pieces: list[tuple[int, int]]
+    ) -> int:
+        """Where the end ``body`` shares with ``base`` starts, after the copied front and never
+        inside a piece; ``len(body)`` when that end is shorter than ``MIN_COPY``."""
+        start = len(body) - common_suffix(body, base, len(body) - copy_len)
+        i = bisect_left(pieces, (start, 0)) - 1
+        if i >= 0 and pieces[i][1] > start:
+            start = pieces[i][1]
+        return start if len(body) - start >= MIN_COPY else len(body)
 
     def _tail_view(
         self, part: int | str, views: list[memoryview], new_pieces: dict[str, memoryview]
@@ -357,6 +381,13 @@ class SessionBodies(HeldBodies):
             if not body.startswith(view, pos):
                 raise CodecError(f"the segments differ from the body at byte {pos}")
             pos += len(view)
+        if entry.suffix_len:
+            assert entry.base is not None
+            base = memoryview(self._body(entry.base))
+            if pos + entry.suffix_len != len(body) or not body.endswith(
+                base[len(base) - entry.suffix_len :]
+            ):
+                raise CodecError("the suffix does not give the body's end")
 
     def _forget_tip(self, record_id: str) -> None:
         super()._forget_tip(record_id)
@@ -377,6 +408,23 @@ def common_prefix(a: bytes, b: bytes) -> int:
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if a.startswith(view[lo:mid], lo):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def common_suffix(a: bytes, b: bytes, limit: int) -> int:
+    """Length of the longest common suffix of ``a`` and ``b``, at most ``limit``; bisected on
+    ``endswith`` as :func:`common_prefix` is on ``startswith``."""
+    view = memoryview(b)
+    n = max(0, min(len(a), len(b), limit))
+    if a.endswith(view[len(b) - n :]):
+        return n
+    lo, hi = 0, n  # a ends with b's last lo bytes and not with its last hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a.endswith(view[len(b) - mid : len(b) - lo], 0, len(a) - lo):
             lo = mid
         else:
             hi = mid

@@ -51,6 +51,9 @@ class Entry:
     base: str | None
     copy_len: int
     tail: list[memoryview]
+    """The parts between the copied front and the suffix: own blobs and pieces."""
+    suffix_len: int = 0
+    """How many of the body's last bytes are the base's last bytes (a ``suffix`` segment)."""
     starts: list[int] | None = None
     """Where each part of ``tail`` starts in the body: made the first time a span of it is
     read, so landing, which reads no span, never pays for it."""
@@ -176,6 +179,15 @@ class HeldBodies:
         end = min(end, entry.size)
         if entry.base is not None and start < entry.copy_len:
             self._views(entry.base, start, min(end, entry.copy_len), out)
+        own_end = entry.size - entry.suffix_len
+        self._tail_views(entry, start, min(end, own_end), out)
+        if entry.base is not None and end > own_end:
+            moved = self._entries[entry.base].size - entry.size
+            self._views(entry.base, max(start, own_end) + moved, end + moved, out)
+
+    @staticmethod
+    def _tail_views(entry: Entry, start: int, end: int, out: list[memoryview]) -> None:
+        """Append the parts of bytes ``start:end`` that the entry's tail holds."""
         starts = entry.starts
         if starts is None:
             starts = entry.starts = _tail_starts(entry.copy_len, entry.tail)
@@ -254,7 +266,7 @@ class HeldBodies:
         segs = field_of(meta, "segs", list)
 
         base: Entry | None = None
-        copy_len = 0
+        copy_len = suffix_len = 0
         tail: list[memoryview] = []
         new_pieces: dict[str, memoryview] = {}
         used = [False] * len(blobs)
@@ -289,6 +301,14 @@ class HeldBodies:
                 base, copy_len = self._copy_of(seg)
                 total = copy_len
                 continue
+            elif kind == "suffix":
+                if base is None or n != len(segs) - 1:
+                    raise CodecError(f"segment {n} is a suffix not last after a copy")
+                suffix_len = self._suffix_of(seg, base)
+                total += suffix_len
+                if total > size:
+                    raise CodecError(f"the segments make more than the {size} bytes it claims")
+                continue
             else:
                 raise CodecError(f"segment {n} has unknown kind {kind!r}")
             total += len(view)
@@ -312,6 +332,7 @@ class HeldBodies:
             base=base.record_id if base is not None else None,
             copy_len=copy_len,
             tail=tail,
+            suffix_len=suffix_len,
         )
         return entry, new_pieces
 
@@ -328,13 +349,23 @@ class HeldBodies:
             raise CodecError(f"the copy length is not within the {base.size} bytes of {base_id}")
         return base, length
 
+    @staticmethod
+    def _suffix_of(seg: list[Any], base: Entry) -> int:
+        """The length a ``["suffix", n]`` segment takes from the end of ``base``."""
+        if len(seg) != 2 or not is_int(seg[1]) or not 0 < seg[1] <= base.size:
+            raise CodecError(f'the suffix is not ["suffix", n] within the {base.size} bytes copied')
+        return int(seg[1])
+
     def _verify(self, entry: Entry) -> None:
         """Hash what the record rebuilds to, part by part, without building it."""
         digest = hashlib.sha256()
-        if entry.base is not None:
-            digest.update(memoryview(self._body(entry.base))[: entry.copy_len])
+        base = memoryview(self._body(entry.base)) if entry.base is not None else None
+        if base is not None:
+            digest.update(base[: entry.copy_len])
         for view in entry.tail:
             digest.update(view)
+        if base is not None and entry.suffix_len:
+            digest.update(base[len(base) - entry.suffix_len :])
         if digest.hexdigest() != entry.sha256:
             raise CodecError(f"{entry.record_id} does not rebuild to the digest it names")
 
@@ -363,7 +394,8 @@ class HeldBodies:
         parts = entry.tail
         if entry.base is not None:
             assert base is not None
-            parts = [memoryview(base)[: entry.copy_len], *parts]
+            view = memoryview(base)
+            parts = [view[: entry.copy_len], *parts, view[len(view) - entry.suffix_len :]]
         body = b"".join(parts)
         if len(body) != entry.size:
             raise CodecError(f"{entry.record_id} does not rebuild to the size it names")

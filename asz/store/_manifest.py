@@ -49,6 +49,9 @@ record's own blobs concatenated). Manifest fields, in the order they are written
       holds as ``new``.
     - ``["copy", "<record id>", "<sha256 of that body>", n]``: the first ``n`` bytes of an
       earlier body of the session. Only the first segment may be a copy.
+    - ``["suffix", n]``: the last ``n`` bytes (at least 1) of the body the copy names: a
+      request ends with its base's system prompt, tools and settings. Only the last segment
+      of a record that copies may be a suffix.
 
     Pieces and bodies are named by digest and record id, never by file or position, so records
     can be moved between files whole.

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.bodies import (
     LONG_TEXT,
+    MAIN_REMINDER,
     ODD_SCALAR,
     PLAIN_SCALAR,
     SPACING,
@@ -163,6 +164,37 @@ def test_a_copy_never_ends_inside_a_piece() -> None:
     assert record.payload == orjson.dumps("b" * 1500 + "c" * 1500) + b',"messages":["m"]}'
 
 
+def test_a_request_ending_as_its_base_ends_names_that_end_in_one_suffix_segment() -> None:
+    held = SessionBodies()
+    bodies = growing(4)
+    records = [land(held, f"{i}.request", body) for i, body in enumerate(bodies)]
+    for i, record in enumerate(records[1:], start=1):
+        segs = record.meta["segs"]
+        assert segs[0][:2] == ["copy", f"{i - 1}.request"]
+        assert segs[-1][0] == "suffix"
+        assert "ref" not in [seg[0] for seg in segs]  # the tools lie in the shared end
+        shared = bodies[i - 1][-segs[-1][1] :]
+        assert bodies[i].endswith(shared) and len(shared) >= MIN_COPY
+        assert len(record.payload) < 2 * (len(bodies[i]) - len(bodies[i - 1]))
+    cold = SessionBodies(cache_bytes=0)
+    for record in records:
+        cold.add(reread(record))
+    assert [cold.rebuild(f"{i}.request") for i in range(len(bodies))] == bodies
+    end = len(bodies[3])
+    assert cold.span("3.request", end - 9000, end - 10) == bodies[3][-9000:-10]
+
+
+def test_a_suffix_never_starts_inside_a_piece() -> None:
+    held = SessionBodies()
+    tail = "t" * 5000
+    land(held, "0.request", orjson.dumps({"messages": ["m" * 5000, "a" * 3000], "z": tail}))
+    body = orjson.dumps({"messages": ["m" * 5000, "b" * 1500 + "a" * 1500], "z": tail})
+    record = land(held, "1.request", body)
+    piece_end = body.index(b'"],"z"') + 1
+    assert record.meta["segs"][-1] == ["suffix", len(body) - piece_end]
+    assert [seg[0] for seg in record.meta["segs"]] == ["copy", "new", "suffix"]
+
+
 def test_tips_are_bounded_to_the_most_recently_extended_chains() -> None:
     held = SessionBodies()
     chains = [Chain(f"{i} " + filler(f"tip{i}", 5000), "go") for i in range(MAX_TIPS + 1)]
@@ -233,13 +265,19 @@ def test_odd_but_valid_bodies_are_cut_and_rebuild_exactly() -> None:
 
 
 def two_records() -> tuple[SessionBodies, Record, Record, list[bytes]]:
-    """A session holding a base request, and a later request that copies it and refers to it."""
+    """A session holding a base request, and a later request that copies its front, refers to
+    a piece of it and repeats its end."""
     held = SessionBodies()
-    bodies = growing(2)
+    chain = Chain(MAIN_REMINDER, "Keep going.")
+    bodies = [chain.request(prompt_id="p")]
+    chain.answer("req_0", "Done.")
+    chain.say(MAIN_REMINDER)  # a piece the base holds
+    bodies.append(chain.request(prompt_id="p"))
     base = land(held, "0.request", bodies[0])
     later = reread(held.encode("1.request", "request", "1.request.json", bodies[1], BodyKeys()))
+    kinds = [seg[0] for seg in later.meta["segs"]]
     assert copied_from(later) == "0.request"
-    assert any(seg[0] == "ref" for seg in later.meta["segs"])
+    assert "ref" in kinds and kinds[-1] == "suffix"
     return held, base, later, bodies
 
 
@@ -313,6 +351,15 @@ def lie(record: Record, change: str) -> Record:
         segs[0][2] = "0" * 64
     elif change == "copy not first":
         segs.append(segs.pop(0))
+    elif change == "suffix longer than its base":
+        segs[-1][1] = 10**9
+    elif change == "negative suffix":
+        segs[-1][1] = -1
+    elif change == "suffix not last":
+        segs.insert(1, segs.pop())
+    elif change == "suffix without a copy":
+        meta["size"] -= segs.pop(0)[3]
+        meta["depth"] = 0
     elif change == "blob index out of range":
         segs[own[0]][1] = len(meta["blobs"])
     elif change == "blob used twice":
@@ -347,6 +394,10 @@ LIES = [
     "copy longer than its base",
     "copy with another digest",
     "copy not first",
+    "suffix longer than its base",
+    "negative suffix",
+    "suffix not last",
+    "suffix without a copy",
     "blob index out of range",
     "blob used twice",
     "unknown segment",
@@ -462,16 +513,20 @@ def test_common_prefix_is_the_longest_shared_front(a: bytes, b: bytes, shared: b
 
 @st.composite
 def sessions(draw: st.DrawFn) -> list[tuple[str, bytes]]:
-    """Bodies of one session: growing conversations, their odd relatives, and random bytes."""
+    """Bodies of one session: growing conversations, their odd relatives, and random bytes.
+    Some end in a long member after the messages that stays, or changes at its front or end."""
     spacing = draw(SPACING)
     scalar = draw(st.sampled_from([PLAIN_SCALAR, ODD_SCALAR]))
     tools = draw(st.lists(values(scalar), max_size=3))
     messages: list[object] = [draw(LONG_TEXT)]
+    long_end = draw(st.sampled_from(["", filler("end", MIN_COPY + 900)]))
     bodies: list[tuple[str, bytes]] = []
     for _ in range(draw(st.integers(1, 6))):
         kind = draw(st.sampled_from(["grow", "grow", "grow", "cut short", "bytes", "response"]))
         messages.append(draw(st.one_of(LONG_TEXT, values(scalar))))
-        top = Obj([("model", "m"), ("messages", list(messages)), ("tools", tools)])
+        changed = draw(st.sampled_from(["", "", "x"]))
+        end = changed + long_end if draw(st.booleans()) else long_end + changed
+        top = Obj([("model", "m"), ("messages", list(messages)), ("tools", tools), ("end", end)])
         body, _ = JsonWriter(spacing).document(top)
         if kind == "cut short":
             body = body[: draw(st.integers(0, len(body)))] + draw(st.binary(max_size=8))
