@@ -168,7 +168,12 @@ _compressors = threading.local()
 def _compressor(level: int) -> zstandard.ZstdCompressor:
     """This thread's compressor for ``level``: one is not safe to share between threads, and
     setting one up costs more than compressing a small file (likewise the decompressor that
-    reads back what this thread wrote)."""
+    reads back what this thread wrote). Only landing's levels (up to ``ZSTD_LEVEL``) are
+    kept: a compressor holds its working memory for as long as it lives (about 40 MiB at
+    level 12, 90 MiB at 19), and the higher levels compress a few large files of a repack,
+    for which setting one up costs nothing next to the compressing."""
+    if level > ZSTD_LEVEL:
+        return zstandard.ZstdCompressor(level=level, write_checksum=True)
     cache: dict[int, zstandard.ZstdCompressor] | None = getattr(_compressors, "by_level", None)
     if cache is None:
         cache = _compressors.by_level = {}

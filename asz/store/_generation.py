@@ -282,8 +282,8 @@ class GenerationWriter:
 
     ``replaces`` is the highest number of the session's files it stands for; its files are
     numbered from 1, and there must be no more of them than that. ``revision`` is its
-    revision among generations replacing the same numbers (``GenerationId``). ``level`` is
-    the zstd level of every file (each kind's own when None).
+    revision among generations replacing the same numbers (``GenerationId``). ``levels`` is
+    the zstd level of each kind's files (landing's when None).
     """
 
     def __init__(
@@ -295,7 +295,7 @@ class GenerationWriter:
         origin: tuple[str, str] | None,
         compression: str,
         revision: int = 0,
-        level: int | None = None,
+        levels: Mapping[str, int] | None = None,
     ) -> None:
         self.backend = backend
         self.session = session
@@ -313,7 +313,7 @@ class GenerationWriter:
             compression=compression,
             numbered=lambda: (0, 0),
             generation=replaces,
-            level=level,
+            levels=levels,
         )
 
     @property
@@ -391,7 +391,7 @@ def publish_generation(
     compression: str,
     proven: Callable[[Generation], None] | None = None,
     landing: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
-    level: int | None = None,
+    levels: Mapping[str, int] | None = None,
 ) -> tuple[Generation, int]:
     """Replaces the session's files numbered 1 to ``replaces`` with ``files`` (numbered 1 to
     m in the order given), the whole way: clears what an earlier attempt left, writes and
@@ -402,7 +402,7 @@ def publish_generation(
     nothing is left. ``origin`` is ``Session.origin()`` of the session replaced."""
     remove_unpublished(backend, session)
     writer = GenerationWriter(
-        backend, session, replaces, origin=origin, compression=compression, level=level
+        backend, session, replaces, origin=origin, compression=compression, levels=levels
     )
     try:
         for file in files:

@@ -11,7 +11,7 @@ and lands it again as one generation (``asz.store._generation``), cut over the w
 - transcripts: each stream's bytes (or a sidecar's copies) in windows of up to
   ``max_delta_bytes``, and every stream of the session together in transcript packs of up
   to ``PACK_BYTES`` (``asz.store._streams``), so that a subagent's windows compress in one
-  stream with its session's, at ``LEVEL``;
+  stream with its session's, at ``LEVELS``;
 - index lines: as they were, merged.
 
 Nothing counts until it is proven: the files are written and read back (every body rebuilt to
@@ -64,7 +64,7 @@ from asz.store._store import Store
 from asz.store._streams import APPEND, PACK_STREAMS, SNAPSHOT
 
 __all__ = [
-    "LEVEL",
+    "LEVELS",
     "RepackBusy",
     "RepackOutcome",
     "budgets_of",
@@ -80,12 +80,15 @@ reader holds a file whole. Landing cuts at ``max_delta_bytes`` (2 MiB), which ke
 session's files small; a quiet session's records compress better in one stream. Measured on
 two synthetic sessions of 120 turns (docs/operations.md): bodies in 14 files of up to 2 MiB
 were 2.55x of ``zstd -19 --long`` over each session's bodies, in one file each 1.39x."""
-LEVEL = 12
-"""zstd level of a repacked file: a session is repacked once, when it is quiet, so it may cost
-more than landing (level 6, 3 for transcripts). Measured on repacked files (docs/operations.md):
-level 19 saves 3 to 5% of their bytes at a tenth of the speed, level 9 costs 1 to 2% more at
-twice the speed; long-distance matching finds nothing more within one file (a whole long
-session's bodies: 2.5% more bytes) and slows level 12 down."""
+LEVELS = {BODY_KIND: 19, TRANSCRIPT_KIND: 12, INDEX_KIND: 12}
+"""zstd level of repacked files, by kind: a session is repacked once, when it is quiet, so it
+may cost more than landing (level 6, 3 for transcripts). Bodies are cut against their session
+already, so a repacked file of them holds about a tenth of the bytes it stands for, and level
+19 costs little per source byte: on two sessions of 120 turns (docs/operations.md) it takes
+5% off level 12's bytes with the repack still at 80 MB/s of source. Transcripts are
+compressed as they were written, so level 19 would cost ten times level 12's time for 5% of
+bytes already under the goal; level 9 costs 1 to 2% more at twice the speed. Long-distance
+matching finds nothing more within one file and slows the compressing."""
 
 REPACKED = "repacked"
 PACKED = "packed"
@@ -224,7 +227,7 @@ def _repack(
             origin=old.origin(),
             compression=store.compression,
             proven=proven,
-            level=LEVEL,
+            levels=LEVELS,
         )
         outcome.bytes_after = sum(size for size, _digest in generation.digests.values())
         if published is not None:

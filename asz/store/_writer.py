@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,7 +170,7 @@ class SessionWriter:
         compression: str,
         numbered: Callable[[], tuple[int, int]],
         generation: int | None = None,
-        level: int | None = None,
+        levels: Mapping[str, int] | None = None,
     ) -> None:
         self.backend = backend
         self.session = session
@@ -181,8 +181,8 @@ class SessionWriter:
         """For a writer of a generation's files (``asz.store._generation``): the number its
         files replace up to. Its headers say so, its crash points are ``generation.*``, and
         the ``seq`` file, which counts the session's ordinary files, is left alone."""
-        self.level = level
-        """The zstd level of every file, where not each kind's own (``LEVELS``)."""
+        self.levels = levels or LEVELS
+        """The zstd level of each kind's files (``ZSTD_LEVEL`` for a kind it does not name)."""
         self._next: int | None = None
         self._first = 0
         self._lost: list[int] | None = None
@@ -229,7 +229,7 @@ class SessionWriter:
             {"kind": kind, "session": self.session, "seq": seq, **lost, **header},
             written,
             self.compression,
-            self.level or LEVELS.get(kind, ZSTD_LEVEL),
+            self.levels.get(kind, ZSTD_LEVEL),
             stamp,
         )
         path = f"{directory}/{landed_name(kind, seq)}"

@@ -6,6 +6,8 @@ import contextlib
 import hashlib
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -41,6 +43,28 @@ def test_payloads_come_back_exactly(tmp_path: Path, compression: str) -> None:
     assert landed.header["seq"] == 1
     assert [(r.meta, r.payload) for r in landed.records] == records
     assert [r.row for r in landed.records] == [1, 2, 3]
+
+
+def test_a_file_framed_at_a_repack_level_leaves_no_working_memory_behind() -> None:
+    """A level-19 compressor holds about 90 MiB for as long as it lives; a service that
+    repacked once must not keep that for the rest of its life."""
+    script = """
+import os, sys
+from asz.store._framing import encode_file
+def rss_mib():
+    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") >> 20
+records = [({"id": str(i)}, os.urandom(1000) * 50) for i in range(320)]
+before = rss_mib()
+encode_file({"kind": "provider_body"}, records, "zstd", 19)
+encode_file({"kind": "provider_body"}, records, "zstd", 6)
+print(rss_mib() - before)
+"""
+    if not Path("/proc/self/statm").exists():
+        pytest.skip("reads resident memory from /proc")
+    grown = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout
+    assert int(grown) < 40, f"{grown} MiB still held after framing"
 
 
 def test_closing_line_counts_and_digests_everything_before_it() -> None:
