@@ -26,6 +26,7 @@ import orjson
 from asz.archive.redacted_files import KEEP_HEADER, Counterpart
 from asz.store import (
     MAX_MANIFEST_BYTES,
+    REPACK_LEVELS,
     Generation,
     GenerationWriter,
     LandedName,
@@ -87,6 +88,7 @@ class Mirroring(Counterpart):
             origin=session.origin(),
             compression=self.shadow.compression,
             revision=max(above, *revisions, 0) + 1,
+            levels=REPACK_LEVELS,
         )
         for name in session.landed():
             landed = self._of(name)

@@ -40,6 +40,7 @@ from asz.store import (
     BODY_KIND,
     INDEX_KIND,
     PACK_STREAMS,
+    REPACK_LEVELS,
     TRANSCRIPT_KIND,
     Batch,
     BodyKeys,
@@ -266,7 +267,9 @@ class Making(Counterpart):
                 numbered=lambda: (name.seq - 1, 0),
             )
         directory = name.path.rsplit("/", 1)[0]
-        written = state.writer.land(name.kind, directory, header, records, stamp=stamp)
+        # Compressed as the file it stands for: a repacked file at the repack's level.
+        level = REPACK_LEVELS.get(name.kind) if "generation" in landed.header else None
+        written = state.writer.land(name.kind, directory, header, records, stamp=stamp, level=level)
         state.next_seq = written.seq + 1
         return rules
 

@@ -132,6 +132,7 @@ from asz.store._manifest import MAX_BODY, MAX_DEPTH, CodecError
 from asz.store._manifest_index import BodyManifest
 from asz.store._moves import SessionMoved
 from asz.store._repack import (
+    REPACK_LEVELS,
     RepackBusy,
     RepackOutcome,
     budgets_of,
@@ -192,6 +193,7 @@ __all__ = [
     "PUSH_SNAPSHOT_FILE",
     "REDACTED_DIR",
     "REDACT_KEY_FILE",
+    "REPACK_LEVELS",
     "ROOT_ID_FILE",
     "SEQ_FILE",
     "SESSION_LIST_FILE",

@@ -11,7 +11,7 @@ and lands it again as one generation (``asz.store._generation``), cut over the w
 - transcripts: each stream's bytes (or a sidecar's copies) in windows of up to
   ``max_delta_bytes``, and every stream of the session together in transcript packs of up
   to ``PACK_BYTES`` (``asz.store._streams``), so that a subagent's windows compress in one
-  stream with its session's, at ``LEVELS``;
+  stream with its session's, at ``REPACK_LEVELS``;
 - index lines: as they were, merged.
 
 Nothing counts until it is proven: the files are written and read back (every body rebuilt to
@@ -64,7 +64,7 @@ from asz.store._store import Store
 from asz.store._streams import APPEND, PACK_STREAMS, SNAPSHOT
 
 __all__ = [
-    "LEVELS",
+    "REPACK_LEVELS",
     "RepackBusy",
     "RepackOutcome",
     "budgets_of",
@@ -80,7 +80,7 @@ reader holds a file whole. Landing cuts at ``max_delta_bytes`` (2 MiB), which ke
 session's files small; a quiet session's records compress better in one stream. Measured on
 two synthetic sessions of 120 turns (docs/operations.md): bodies in 14 files of up to 2 MiB
 were 2.55x of ``zstd -19 --long`` over each session's bodies, in one file each 1.39x."""
-LEVELS = {BODY_KIND: 19, TRANSCRIPT_KIND: 12, INDEX_KIND: 12}
+REPACK_LEVELS = {BODY_KIND: 19, TRANSCRIPT_KIND: 12, INDEX_KIND: 12}
 """zstd level of repacked files, by kind: a session is repacked once, when it is quiet, so it
 may cost more than landing (level 6, 3 for transcripts). Bodies are cut against their session
 already, so a repacked file of them holds about a tenth of the bytes it stands for, and level
@@ -227,7 +227,7 @@ def _repack(
             origin=old.origin(),
             compression=store.compression,
             proven=proven,
-            levels=LEVELS,
+            levels=REPACK_LEVELS,
         )
         outcome.bytes_after = sum(size for size, _digest in generation.digests.values())
         if published is not None:

@@ -212,13 +212,15 @@ class SessionWriter:
         check: Check | None = None,
         published: Callable[[], None] | None = None,
         stamp: dict[str, Any] | None = None,
+        level: int | None = None,
     ) -> Landed:
         """Stages one landed file of ``kind`` in ``directory`` holding ``records`` in order.
 
         ``header`` adds to the kind, session and sequence number every header has. ``check``
         sees the file as read back (already proven to hold exactly these records) and may
         refuse it by raising; ``published`` runs once it is published. ``stamp`` is the
-        time and writer of a file this one stands for (``asz.store._framing.frame``).
+        time and writer of a file this one stands for (``asz.store._framing.frame``), and
+        ``level`` its zstd level where not the writer's for the kind.
         """
         seq = self.next_seq()
         lost: dict[str, Any] = {"lost": self._lost} if seq == self._first and self._lost else {}
@@ -229,7 +231,7 @@ class SessionWriter:
             {"kind": kind, "session": self.session, "seq": seq, **lost, **header},
             written,
             self.compression,
-            self.levels.get(kind, ZSTD_LEVEL),
+            level or self.levels.get(kind, ZSTD_LEVEL),
             stamp,
         )
         path = f"{directory}/{landed_name(kind, seq)}"

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
+import zstandard
 from support.archive_roots import bucket_prefix, is_extent
 from support.handmade import SESSION, HandMade, chain
 from support.harness import Capture, Workspace, asz_command
@@ -25,7 +26,14 @@ from asz.archive.redacted import RedactedRoot, redacted_root
 from asz.config_file import load_config
 from asz.locations import ArchiveUrl
 from asz.redact import Redacted, Redactor
-from asz.store import MAIN_STREAM, budgets_of, landing_lock, open_store, repack_session
+from asz.store import (
+    MAIN_STREAM,
+    REPACK_LEVELS,
+    budgets_of,
+    landing_lock,
+    open_store,
+    repack_session,
+)
 
 
 def run(ws: Workspace, *args: str, root: str) -> subprocess.CompletedProcess[bytes]:
@@ -201,3 +209,50 @@ def test_a_repacked_session_re_redacted_keeps_its_streams_in_a_pack(
     assert shadow.generation() == again
     assert {path: shadow.transcript(path) for path in shadow.transcript_paths()} == before
     assert len(before) == 2 and not shadow.problems
+
+
+def compressed_at_repack_levels(files: list[Path]) -> dict[str, bool]:
+    """For each landed file, whether its bytes are its content compressed at the repack level
+    of its kind (zstd gives the same bytes for the same content, level and version)."""
+    seen = {}
+    for path in files:
+        data = path.read_bytes()
+        content = zstandard.ZstdDecompressor().decompress(data)
+        kind = orjson.loads(content[: content.index(b"\n")])["kind"]
+        level = REPACK_LEVELS[kind]
+        again = zstandard.ZstdCompressor(level=level, write_checksum=True).compress(content)
+        seen[str(path)] = again == data
+    return seen
+
+
+def test_the_counterparts_of_a_repacked_session_are_compressed_as_its_files_are(
+    tmp_path: Path, run_asz
+) -> None:
+    made = HandMade(tmp_path)
+    made.prompt(MAIN_STREAM, "p1")
+    chain(made, MAIN_STREAM, "p1", [("msg_1", "req_1"), ("msg_2", "req_2")])
+    store = made.land()
+    done = run_asz("repack", SESSION, "--root", str(tmp_path / "root"))
+    assert done.returncode == 0, done.stderr.decode()
+    generation = store.open_session(SESSION).generation()
+    assert generation is not None
+    config = load_config(
+        archive_config(tmp_path / "asz.toml", "http://127.0.0.1:9", "p", redact=True),
+        root=tmp_path / "root",
+        env={"HOME": str(tmp_path)},
+    )
+    redacted = redacted_root(config, tmp_path / "root", store)
+    assert redacted is not None
+    assert redacted.make(SESSION, generation.files[-1]).failed is None
+    own = sorted((tmp_path / "root" / SESSION).glob("g-*/**/*.asz"))
+    mirrored = sorted((tmp_path / "root" / "_state" / "redacted").glob(f"*/{SESSION}/g-*/**/*.asz"))
+    assert {p.parent.name for p in own} >= {"provider_body", "transcripts"}
+    assert len(mirrored) == len(own)
+    assert all(compressed_at_repack_levels(own).values())
+    assert compressed_at_repack_levels(mirrored) == dict.fromkeys(map(str, mirrored), True)
+
+    again = redacted.reredact(SESSION, generation.replaces + 1)
+    reredacted = sorted(
+        (tmp_path / "root" / "_state" / "redacted").glob(f"*/{again.directory}/**/*.asz")
+    )
+    assert reredacted and all(compressed_at_repack_levels(reredacted).values())
