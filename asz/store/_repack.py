@@ -79,7 +79,8 @@ PACK_BYTES = 32 * 1024 * 1024
 reader holds a file whole. Landing cuts at ``max_delta_bytes`` (2 MiB), which keeps a live
 session's files small; a quiet session's records compress better in one stream. Measured on
 two synthetic sessions of 120 turns (docs/operations.md): bodies in 14 files of up to 2 MiB
-were 2.55x of ``zstd -19 --long`` over each session's bodies, in one file each 1.39x."""
+were 2.55x of ``zstd -19 --long`` over each session's bodies, in one file each 1.39x (at level
+12, before the ``suffix`` segment)."""
 REPACK_LEVELS = {BODY_KIND: 19, TRANSCRIPT_KIND: 12, INDEX_KIND: 12}
 """zstd level of repacked files, by kind: a session is repacked once, when it is quiet, so it
 may cost more than landing (level 6, 3 for transcripts). Bodies are cut against their session
