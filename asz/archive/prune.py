@@ -39,6 +39,8 @@ class Pruned:
     waiting: int = 0
     """Replaced objects whose generation is younger than ``prune_after``."""
     errors: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    """The paths removed, for the push record to forget."""
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -91,6 +93,7 @@ def _prune_session(bucket: Bucket, session: str, after: float, now: float, prune
             return
         for item in old:
             bucket.delete(item.path)
+            pruned.removed.append(item.path)
             pruned.objects += 1
             pruned.bytes += item.size
         return
@@ -118,6 +121,7 @@ def _prune_extents(
         return
     for item in old:
         bucket.delete(item.path)
+        pruned.removed.append(item.path)
         pruned.objects += 1
 
 

@@ -44,6 +44,7 @@ from __future__ import annotations
 import os
 import secrets
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -190,6 +191,15 @@ class PushRecord:
             self.extents.add(entry["extent"])
         elif isinstance(entry.get("unextent"), str):
             self.extents.discard(entry["unextent"])
+        elif isinstance(entry.get("gone"), list):
+            self._forget(p for p in entry["gone"] if isinstance(p, str))
+
+    def _forget(self, paths: Iterable[str]) -> None:
+        for path in paths:
+            self.done.pop(path, None)
+            self.policy.pop(path, None)
+            self.tried.discard(path)
+            self.extents.discard(path)
 
     def start(self, marker: str) -> None:
         """Begins a new record tied to ``marker`` (the old one named another bucket, was
@@ -269,3 +279,12 @@ class PushRecord:
         """The extent object at ``path`` was removed from the bucket again."""
         self.extents.discard(path)
         self._append({"unextent": path})
+
+    def forget(self, paths: list[str]) -> None:
+        """``paths`` were removed from the bucket (``asz push --prune``): the record holds
+        what is there, not every object a session ever had. A path the local root lists
+        again would be sent again, but a prune removes only what a generation replaced,
+        which the root no longer lists."""
+        if paths:
+            self._forget(paths)
+            self._append({"gone": paths})

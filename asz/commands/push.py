@@ -161,7 +161,11 @@ def _prune(root: Path, config: Config, bucket: Bucket) -> Pruned:
 
     url = ArchiveUrl.parse(config.archive.url)
     record = PushRecord.for_root(root, str(url), bucket.endpoint)
-    return prune(bucket, url, sorted(record.claimed), config.archive.prune_after)
+    pruned = prune(bucket, url, sorted(record.claimed), config.archive.prune_after)
+    if not record.rebuilt:  # a record started again holds none of them
+        record.forget(pruned.removed)
+        record.compact()
+    return pruned
 
 
 def prune_line(pruned: Pruned) -> str:

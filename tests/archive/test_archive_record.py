@@ -31,6 +31,7 @@ operations = st.lists(
         st.tuples(st.just("claim"), st.sampled_from(["s", "t"])),
         st.tuples(st.just("extended"), st.sampled_from(PATHS)),
         st.tuples(st.just("unextended"), st.sampled_from(PATHS)),
+        st.tuples(st.just("forget"), st.lists(st.sampled_from(PATHS), unique=True, max_size=2)),
         st.tuples(st.just("compact"), st.booleans()),
     ),
     max_size=30,
@@ -195,3 +196,17 @@ def test_pushes_fold_the_record_and_a_stop_between_its_writes_sends_nothing_agai
         again = json.loads(machine.push(config, "--json").stdout)
         assert again["rebuilt"] and again["files"] == 0 and again["conflicts"] == [], again
         assert again["already_there"] == len(landed_keys(machine.store(), prefix))
+
+
+def test_paths_a_prune_removed_leave_the_record_whether_folded_or_not(tmp_path: Path) -> None:
+    record = _folded(tmp_path)
+    record.extended(PATHS[2])
+    many = [f"s/old-{i}" for i in range(20)]
+    for path in many:
+        record.pushed(path, 9)
+    record.forget([PATHS[0], PATHS[2], *many])
+    for folded in (False, True):
+        read = PushRecord.for_root(tmp_path, ARCHIVE, ENDPOINT)
+        assert read.done.keys() == {PATHS[1]} and read.policy.keys() == {PATHS[1]}
+        assert read.extents == set() and read.tried == set() and read.claimed == {"s"}
+        assert read.compact() != folded  # the journal outgrew the snapshot; then it is folded

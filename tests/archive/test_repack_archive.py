@@ -22,6 +22,7 @@ from support.s3server import BUCKET, CREDENTIALS, S3Server, archive_config, prox
 from asz.adapters.session_filter import landed_admits
 from asz.archive import open_bucket
 from asz.archive.push import Pusher
+from asz.archive.record import PushRecord
 from asz.archive.redacted import RedactedRoot, redacted_root
 from asz.config_file import load_config
 from asz.locations import ArchiveUrl
@@ -256,3 +257,30 @@ def test_the_counterparts_of_a_repacked_session_are_compressed_as_its_files_are(
         (tmp_path / "root" / "_state" / "redacted").glob(f"*/{again.directory}/**/*.asz")
     )
     assert reredacted and all(compressed_at_repack_levels(reredacted).values())
+
+
+@pytest.mark.slow
+def test_the_push_record_forgets_what_a_prune_removed(s3: S3Server, tmp_path: Path) -> None:
+    """A record keeps only what is in the bucket: the objects a prune removed leave it, so it
+    does not grow by every object a session ever had, and the next push still sends nothing."""
+    ws = Workspace(tmp_path)
+    landed_in_passes(ws, Capture.make(tmp_path / "capture", seed=8, sessions=1, turns=3), 4)
+    prefix = f"f-{abs(hash(tmp_path)) % 10**8}"
+    config = archive_config(tmp_path / "asz.toml", s3.endpoint, prefix, prune_after=0.0)
+    assert push(ws, config)["complete"]
+    repack(ws, *sessions(ws))
+    assert push(ws, config)["complete"]
+    held = set(s3.objects(prefix + "/"))
+    pruned = json_of(ws, "push", "--prune", "--config", str(config), root=str(ws.root))
+    assert pruned["pruned"]["objects"] > 0 and pruned["files"] == 0
+    left = {key.removeprefix(prefix + "/") for key in s3.objects(prefix + "/")}
+    gone = {key.removeprefix(prefix + "/") for key in held} - left
+    assert gone and not any("/g-" in key for key in gone)
+
+    record = PushRecord.for_root(ws.root, f"s3://{BUCKET}/{prefix}", s3.endpoint)
+    assert not record.rebuilt
+    assert (record.done.keys() | record.tried | record.extents) & gone == set()
+    assert {key for key in left if not key.startswith("_")} <= record.done.keys() | record.extents
+    snapshot = (ws.root / "_state" / "archive-pushed.json").read_text()
+    assert not any(key in snapshot for key in gone)
+    assert push(ws, config)["files"] == 0
