@@ -14,6 +14,7 @@ import orjson
 import pytest
 import zstandard
 from support.archive_roots import bucket_prefix, is_extent
+from support.cli import RunAsz
 from support.handmade import SESSION, HandMade, chain
 from support.harness import Capture, Workspace, asz_command
 from support.repacking import landed_in_passes, repack, sessions, without_refs
@@ -30,6 +31,7 @@ from asz.redact import Redacted, Redactor
 from asz.store import (
     MAIN_STREAM,
     REPACK_LEVELS,
+    Generation,
     budgets_of,
     landing_lock,
     open_store,
@@ -179,19 +181,22 @@ def test_a_session_repacked_while_a_push_reads_it_goes_whole_with_no_failure(
     assert (held if not redact else held["verify"]) == (local if not redact else local["verify"])
 
 
-def test_a_repacked_session_re_redacted_keeps_its_streams_in_a_pack(
-    tmp_path: Path, run_asz
-) -> None:
+def repacked_and_mirrored(
+    tmp_path: Path, run_asz: RunAsz, *, subagent: bool
+) -> tuple[Generation, RedactedRoot]:
+    """A hand-made session (with a subagent's stream, or not) repacked by ``asz repack``, and
+    its redacted counterpart made under the default policy."""
     made = HandMade(tmp_path)
     made.prompt(MAIN_STREAM, "p1")
     chain(made, MAIN_STREAM, "p1", [("msg_1", "req_1"), ("msg_2", "req_2")])
-    made.prompt("a1b2c3d", "p2")
-    chain(made, "a1b2c3d", "p2", [("msg_3", "req_3")])
+    if subagent:
+        made.prompt("a1b2c3d", "p2")
+        chain(made, "a1b2c3d", "p2", [("msg_3", "req_3")])
     store = made.land()
     done = run_asz("repack", SESSION, "--root", str(tmp_path / "root"))
     assert done.returncode == 0, done.stderr.decode()
     generation = store.open_session(SESSION).generation()
-    assert generation is not None and generation.streams
+    assert generation is not None
     config = load_config(
         archive_config(tmp_path / "asz.toml", "http://127.0.0.1:9", "p", redact=True),
         root=tmp_path / "root",
@@ -200,6 +205,14 @@ def test_a_repacked_session_re_redacted_keeps_its_streams_in_a_pack(
     redacted = redacted_root(config, tmp_path / "root", store)
     assert redacted is not None
     assert redacted.make(SESSION, generation.files[-1]).failed is None
+    return generation, redacted
+
+
+def test_a_repacked_session_re_redacted_keeps_its_streams_in_a_pack(
+    tmp_path: Path, run_asz
+) -> None:
+    generation, redacted = repacked_and_mirrored(tmp_path, run_asz, subagent=True)
+    assert generation.streams
     mirrored = redacted.shadow.open_session(SESSION)
     before = {path: mirrored.transcript(path) for path in mirrored.transcript_paths()}
 
@@ -229,22 +242,7 @@ def compressed_at_repack_levels(files: list[Path]) -> dict[str, bool]:
 def test_the_counterparts_of_a_repacked_session_are_compressed_as_its_files_are(
     tmp_path: Path, run_asz
 ) -> None:
-    made = HandMade(tmp_path)
-    made.prompt(MAIN_STREAM, "p1")
-    chain(made, MAIN_STREAM, "p1", [("msg_1", "req_1"), ("msg_2", "req_2")])
-    store = made.land()
-    done = run_asz("repack", SESSION, "--root", str(tmp_path / "root"))
-    assert done.returncode == 0, done.stderr.decode()
-    generation = store.open_session(SESSION).generation()
-    assert generation is not None
-    config = load_config(
-        archive_config(tmp_path / "asz.toml", "http://127.0.0.1:9", "p", redact=True),
-        root=tmp_path / "root",
-        env={"HOME": str(tmp_path)},
-    )
-    redacted = redacted_root(config, tmp_path / "root", store)
-    assert redacted is not None
-    assert redacted.make(SESSION, generation.files[-1]).failed is None
+    generation, redacted = repacked_and_mirrored(tmp_path, run_asz, subagent=False)
     own = sorted((tmp_path / "root" / SESSION).glob("g-*/**/*.asz"))
     mirrored = sorted((tmp_path / "root" / "_state" / "redacted").glob(f"*/{SESSION}/g-*/**/*.asz"))
     assert {p.parent.name for p in own} >= {"provider_body", "transcripts"}
