@@ -180,7 +180,8 @@ class HeldBodies:
         if entry.base is not None and start < entry.copy_len:
             self._views(entry.base, start, min(end, entry.copy_len), out)
         own_end = entry.size - entry.suffix_len
-        self._tail_views(entry, start, min(end, own_end), out)
+        if start < own_end:
+            self._tail_views(entry, start, min(end, own_end), out)
         if entry.base is not None and end > own_end:
             moved = self._entries[entry.base].size - entry.size
             self._views(entry.base, max(start, own_end) + moved, end + moved, out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import tracemalloc
 from pathlib import Path
@@ -42,6 +43,7 @@ from asz.store._codec import (
     chain_of,
     common_prefix,
 )
+from asz.store._held import HeldBodies
 
 
 def land(held: SessionBodies, record_id: str, body: bytes, role: str = "request") -> Record:
@@ -182,6 +184,29 @@ def test_a_request_ending_as_its_base_ends_names_that_end_in_one_suffix_segment(
     assert [cold.rebuild(f"{i}.request") for i in range(len(bodies))] == bodies
     end = len(bodies[3])
     assert cold.span("3.request", end - 9000, end - 10) == bodies[3][-9000:-10]
+
+
+SUFFIXED = growing(3)
+
+
+@functools.cache
+def suffixed_cold() -> HeldBodies:
+    """The ``SUFFIXED`` requests held as a reader of spans holds them, nothing cached."""
+    cold = HeldBodies(cache_bytes=0, rebuild_checked=False)
+    held = SessionBodies()
+    for i, body in enumerate(SUFFIXED):
+        cold.add(reread(land(held, f"{i}.request", body)))
+    return cold
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_any_span_of_a_body_ending_in_a_suffix_is_its_bytes(data: st.DataObject) -> None:
+    cold = suffixed_cold()
+    body = SUFFIXED[-1]
+    start = data.draw(st.integers(0, len(body) + 10))
+    end = data.draw(st.integers(0, len(body) + 10))
+    assert cold.span("2.request", start, end) == body[start:end]
 
 
 def test_a_suffix_never_starts_inside_a_piece() -> None:
