@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -22,7 +23,15 @@ if TYPE_CHECKING:
     from asz.archive.bucket import Bucket
     from asz.config import ArchiveConfig
 
-__all__ = ["Place", "open_place"]
+__all__ = ["Listing", "Place", "open_place"]
+
+Listing = dict[str, tuple[int | None, list[str] | None]]
+"""Each directory of a target (``<table>/day=<day>``): its stamp, None where it has none,
+and the paths of its files, None where the stamp is the one the caller knew."""
+SETTLED_NS = 2_000_000_000
+"""How long a directory must have been left alone before its modification time is taken as
+its stamp: a file added within the same tick of the clock as an earlier listing leaves the
+time as it was, which a time older than this can no longer be."""
 
 
 class Place(Protocol):
@@ -32,6 +41,11 @@ class Place(Protocol):
     def list(self) -> list[str]:
         """Every file's path, relative to the target. A file is never rewritten under its
         name, so a name says which bytes it holds."""
+        ...
+
+    def listing(self, known: Mapping[str, int]) -> Listing:
+        """The files of each table's day directories; a directory whose stamp is the one in
+        ``known`` is not listed again, for nothing was added to it or removed since."""
         ...
 
     def create(self, path: str, data: bytes) -> None:
@@ -67,6 +81,25 @@ class DirectoryPlace:
             for name in files
         ]
 
+    def listing(self, known: Mapping[str, int]) -> Listing:
+        """A directory's modification time is its stamp once it is ``SETTLED_NS`` old: a
+        reader lists again only the days that changed (today's, mostly), where listing a
+        team's year took most of a query's time."""
+        settled_before = time.time_ns() - SETTLED_NS
+        found: Listing = {}
+        for table in _subdirectories(self.path):
+            for day in _subdirectories(table.path):
+                key = f"{table.name}/{day.name}"
+                stamp: int | None = day.stat(follow_symlinks=False).st_mtime_ns
+                if stamp is not None and stamp >= settled_before:
+                    stamp = None
+                if stamp is not None and known.get(key) == stamp:
+                    found[key] = (stamp, None)
+                    continue
+                with contextlib.suppress(FileNotFoundError):
+                    found[key] = (stamp, [f"{key}/{name}" for name in os.listdir(day.path)])
+        return found
+
     def create(self, path: str, data: bytes) -> None:
         self.create_all([(path, data)])
 
@@ -101,6 +134,13 @@ class BucketPlace:
     def list(self) -> list[str]:
         return [meta.path for meta in reading(self.shown, lambda: self.bucket.list_all(""))]
 
+    def listing(self, known: Mapping[str, int]) -> Listing:
+        """A bucket's prefixes have no stamp: every file is listed."""
+        grouped: dict[str, list[str]] = {}
+        for path in self.list():
+            grouped.setdefault(path.rsplit("/", 1)[0] if "/" in path else "", []).append(path)
+        return {directory: (None, paths) for directory, paths in grouped.items()}
+
     def create(self, path: str, data: bytes) -> None:
         from asz.archive.bucket import Created
 
@@ -120,6 +160,15 @@ class BucketPlace:
 
     def _at(self, path: str) -> str:
         return f"{self.shown}/{path}"
+
+
+def _subdirectories(path: str | Path) -> list[os.DirEntry[str]]:
+    """The directories in ``path`` (none when it is gone), links not followed."""
+    try:
+        with os.scandir(path) as entries:
+            return [entry for entry in entries if entry.is_dir(follow_symlinks=False)]
+    except FileNotFoundError:
+        return []
 
 
 def open_place(location: str, settings: ArchiveConfig) -> Place:

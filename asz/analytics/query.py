@@ -9,7 +9,9 @@ reader counts (:func:`asz.analytics.names.counted`) of that day, of every machin
 Files are never rewritten under their name (a compaction writes a new one), so a day's copy
 holds while the names it was made from are the day's names; only the days whose names
 changed (today's, mostly) are made again, and a day no longer there is removed. The first
-read of a year takes a while; every later one reads a file or two.
+read of a year takes a while; every later one reads a file or two. In a directory, a day
+whose directory has not been modified since it was last listed is not listed again
+(``Place.listing``).
 
 A bucket is read through the archive's own client, not DuckDB's ``httpfs`` (an extension
 DuckDB downloads at first use, which a locked-down machine cannot reach): the same
@@ -59,25 +61,27 @@ def _merge(place: Place, directory: Path) -> None:
     from asz.atomic import private_dir, replace_derived
 
     private_dir(directory)
-    days: dict[str, list[str]] = {}
-    for part in counted(p for path in place.list() if (p := parse_part(path)) is not None):
-        days.setdefault(f"{part.table}/day={part.day}", []).append(part.path)
-    try:
-        made = orjson.loads((directory / _SOURCES).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        made = {}
-    made = made if isinstance(made, dict) else {}
+    made = _sources(directory)
+    listed = place.listing(
+        {day: stamp for day, (stamp, _paths) in made.items() if stamp is not None}
+    )
+    days: dict[str, tuple[int | None, list[str]]] = {}
+    for day, (stamp, names) in listed.items():
+        if names is None:  # not modified since it was listed
+            days[day] = (stamp, made[day][1])
+        elif parts := counted(p for name in names if (p := parse_part(name)) is not None):
+            days[day] = (stamp, sorted(part.path for part in parts))
     gone = set(made) - set(days)
     for day in gone:
         shutil.rmtree(directory / day, ignore_errors=True)
         del made[day]
     # Saved at each change, so that a reader stopped midway keeps the days it made; a query
     # over tables that did not change writes nothing.
-    if gone:
-        replace_derived(directory / _SOURCES, orjson.dumps(made))
-    for day, paths in sorted(days.items()):
-        paths.sort()
-        if made.get(day) == paths and (directory / day / MERGED).is_file():
+    changed = bool(gone)
+    for day, (stamp, paths) in sorted(days.items()):
+        if day in made and made[day][1] == paths and (directory / day / MERGED).is_file():
+            changed = changed or made[day][0] != stamp
+            made[day] = (stamp, paths)
             continue
         import pyarrow as pa
 
@@ -86,8 +90,35 @@ def _merge(place: Place, directory: Path) -> None:
             [read_parquet(table, place.read(path)) for path in paths], promote_options="default"
         )
         replace_derived(directory / day / MERGED, parquet_bytes(table, rows))
-        made[day] = paths
-        replace_derived(directory / _SOURCES, orjson.dumps(made))
+        made[day] = (stamp, paths)
+        _save_sources(directory, made)
+        changed = False
+    if changed:
+        _save_sources(directory, made)
+
+
+def _sources(directory: Path) -> dict[str, tuple[int | None, list[str]]]:
+    """What each day of the local copy was made from: the stamp of the day's directory when it
+    was listed, and the files its copy holds."""
+    try:
+        saved = orjson.loads((directory / _SOURCES).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    made: dict[str, tuple[int | None, list[str]]] = {}
+    for day, value in saved.items() if isinstance(saved, dict) else ():
+        if isinstance(value, list):  # as a reader without stamps saved it
+            made[day] = (None, value)
+        elif isinstance(value, dict) and isinstance(value.get("paths"), list):
+            stamp = value.get("stamp")
+            made[day] = (stamp if type(stamp) is int else None, value["paths"])
+    return made
+
+
+def _save_sources(directory: Path, made: dict[str, tuple[int | None, list[str]]]) -> None:
+    from asz.atomic import replace_derived
+
+    value = {day: {"stamp": stamp, "paths": paths} for day, (stamp, paths) in made.items()}
+    replace_derived(directory / _SOURCES, orjson.dumps(value))
 
 
 def connect(directory: Path) -> duckdb.DuckDBPyConnection:

@@ -9,7 +9,9 @@ named points and run again leaves every row there once.
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 
 import orjson
@@ -275,9 +277,37 @@ def test_a_lost_record_is_rebuilt_from_the_machine_s_own_files(machine: FactsMac
     assert counts["n"] == counts["keys"]
 
 
+def age(tables: Path, seconds: float = 3600.0) -> dict[Path, int]:
+    """Every day directory of ``tables`` as if last modified ``seconds`` ago; their times."""
+    then = time.time_ns() - int(seconds * 1e9)
+    days = {day: then for day in tables.glob("*/day=*")}
+    for day in days:
+        os.utime(day, ns=(then, then))
+    return days
+
+
+def test_a_day_directory_left_alone_is_not_listed_again_and_one_modified_is(
+    machine: FactsMachine,
+) -> None:
+    machine.export()
+    days = age(machine.tables)
+    count = "SELECT count(*) AS n FROM calls"
+    [before] = machine.sql(count)
+    day = max(path for path in days if path.parent.name == "calls")
+    [part] = sorted(day.glob("part-*.parquet"))
+    other = day / ("part-" + "f" * 16 + part.name[len("part-") + 16 :])
+    shutil.copyfile(part, other)  # another machine's file of the same rows
+    os.utime(day, ns=(days[day], days[day]))
+    assert machine.sql(count) == [before], "a directory with its old time is not listed"
+    os.utime(day)  # modified now
+    [after] = machine.sql(count)
+    assert after["n"] == before["n"] + pq.read_metadata(part).num_rows > before["n"]
+
+
 @pytest.mark.slow
 def test_sql_prints_a_table_json_or_csv_and_says_what_is_wrong(machine: FactsMachine) -> None:
     machine.export()
+    age(machine.tables)
     query = "SELECT cause, count(*) AS breaks FROM breaks GROUP BY cause ORDER BY cause"
     rows = machine.sql(query)
     assert rows and all(set(row) == {"cause", "breaks"} for row in rows)
