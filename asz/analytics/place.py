@@ -90,14 +90,15 @@ class DirectoryPlace:
         for table in _subdirectories(self.path):
             for day in _subdirectories(table.path):
                 key = f"{table.name}/{day.name}"
-                stamp: int | None = day.stat(follow_symlinks=False).st_mtime_ns
-                if stamp is not None and stamp >= settled_before:
-                    stamp = None
-                if stamp is not None and known.get(key) == stamp:
-                    found[key] = (stamp, None)
-                    continue
-                with contextlib.suppress(FileNotFoundError):
-                    found[key] = (stamp, [f"{key}/{name}" for name in os.listdir(day.path)])
+                try:
+                    modified = day.stat(follow_symlinks=False).st_mtime_ns
+                    stamp = modified if modified < settled_before else None
+                    if stamp is not None and known.get(key) == stamp:
+                        found[key] = (stamp, None)
+                    else:
+                        found[key] = (stamp, [f"{key}/{name}" for name in os.listdir(day.path)])
+                except FileNotFoundError:
+                    continue  # removed while it was listed: a day gone
         return found
 
     def create(self, path: str, data: bytes) -> None:
