@@ -304,6 +304,23 @@ def test_a_day_directory_left_alone_is_not_listed_again_and_one_modified_is(
     assert after["n"] == before["n"] + pq.read_metadata(part).num_rows > before["n"]
 
 
+def test_a_copy_made_before_stamps_were_kept_is_not_made_again(machine: FactsMachine) -> None:
+    """A local copy whose sources say only each day's files (as readers saved them before the
+    directories' times were kept) is current: its days are listed again, not merged again."""
+    machine.export()
+    age(machine.tables)
+    count = "SELECT count(*) AS n FROM calls"
+    rows = machine.sql(count)
+    (sources,) = (machine.base / "cache" / "asz" / "analytics").glob("*/sources.json")
+    saved = orjson.loads(sources.read_bytes())
+    sources.write_bytes(orjson.dumps({day: value["paths"] for day, value in saved.items()}))
+    merged = {path: path.stat().st_ino for path in sources.parent.glob("*/day=*/merged.parquet")}
+    assert merged
+    assert machine.sql(count) == rows
+    assert {path: path.stat().st_ino for path in merged} == merged
+    assert orjson.loads(sources.read_bytes()) == saved
+
+
 @pytest.mark.slow
 def test_sql_prints_a_table_json_or_csv_and_says_what_is_wrong(machine: FactsMachine) -> None:
     machine.export()
