@@ -33,7 +33,6 @@ and what goes of a redacted root (``asz.archive.push_reredact``).
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -145,9 +144,7 @@ class Pusher(Reredacting, Claiming, Sending):
         else:
             todo = self._pushing(record, tally, relist)
             if not tally.stopped:
-                # A record that cannot be folded now is whole as it is: the next push tries.
-                with contextlib.suppress(OSError):
-                    record.compact()
+                record.compact()
         there = self._there(record)
         left = [name for item in todo for name in item.names if not there(name.path)]
         tally.waiting_files = len(left)

@@ -217,9 +217,16 @@ class PushRecord:
 
     def compact(self) -> bool:
         """Folds the journal into a new snapshot when it has grown larger than the snapshot;
-        whether it did. Called when a push ends (it holds the push lock): what the record
-        says is read back from the files, so the snapshot holds exactly what a later push
-        would read."""
+        whether it did. Called when a push or a prune ends (it holds the push lock): what the
+        record says is read back from the files, so the snapshot holds exactly what a later
+        push would read. A record that cannot be folded now (a full or read-only disk) is
+        whole as it is, and the next push tries again."""
+        try:
+            return self._compact()
+        except OSError:
+            return False
+
+    def _compact(self) -> bool:
         snapshot = self.path.with_name(PUSH_SNAPSHOT_FILE)
         try:
             journal = self.path.stat().st_size
